@@ -1,0 +1,204 @@
+"""The interface every accelerator family implements, and the records detection returns.
+
+A family is a small class: a resource name, a visible-device variable, whether fractions
+are allowed, and one method that lists the physical devices through a :class:`HostProbe`.
+Filtering by the visible-device variable, type tokens and quantity validation are shared.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, ClassVar
+
+from accel.names import common_tokens, type_for_tokens
+from accel.probe import HostProbe
+
+NO_DEVICE_MARKERS = frozenset({"", "NoDevFiles"})
+
+
+@dataclass(frozen=True)
+class Device:
+    """One physical accelerator (or, for Neuron, one NeuronCore) on this node."""
+
+    index: int
+    """Position among this node's usable devices of the family, from 0."""
+    id: str
+    """The id a worker gets in the family's visible-device variable."""
+    model: str
+    """The vendor's own model string, e.g. ``NVIDIA A100-SXM4-80GB``."""
+    accelerator_type: str | None
+    """Canonical type name from :mod:`accel.names`, ``None`` if unknown."""
+    uuid: str | None = None
+    memory_mib: int | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["details"] = dict(self.details)
+        return data
+
+
+@dataclass(frozen=True)
+class FamilyDetection:
+    """What one family found on this node."""
+
+    family: str
+    resource: str
+    devices: tuple[Device, ...]
+    accelerator_type: str | None
+    """The node's canonical type: the most specific token every device shares."""
+    tokens: tuple[str, ...]
+    """Every ``accelerator_type:<T>`` token the node truthfully advertises."""
+    extra_resources: Mapping[str, float] = field(default_factory=dict)
+    """Family extras, e.g. ``TPU-v4-16-head`` on TPU worker 0 and the slice-name resource."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Facts worth reporting that are not resources (TPU pod type, worker id, ...)."""
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def count(self) -> int:
+        return len(self.devices)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "resource": self.resource,
+            "count": self.count,
+            "accelerator_type": self.accelerator_type,
+            "tokens": list(self.tokens),
+            "extra_resources": dict(self.extra_resources),
+            "labels": dict(self.labels),
+            "warnings": list(self.warnings),
+            "devices": [device.to_dict() for device in self.devices],
+        }
+
+
+class AcceleratorFamily(ABC):
+    """One vendor's accelerators: detection, visible-device variable and request rules."""
+
+    name: ClassVar[str]
+    """Short stable id, e.g. ``nvidia``."""
+    display_name: ClassVar[str]
+    resource_name: ClassVar[str]
+    visible_env_var: ClassVar[str | None]
+    """The variable set for a worker; ``None`` where the vendor has none (Apple)."""
+    allows_fractions: ClassVar[bool]
+
+    # Detection ------------------------------------------------------------------------
+    @abstractmethod
+    def probe_devices(self, probe: HostProbe) -> list[Device]:
+        """Every physical device of this family on the host, ids as the vendor numbers them.
+
+        Must fail soft: any missing library, file or command means "none found".
+        """
+
+    def visible_ids(self, env: Mapping[str, str]) -> list[str] | None:
+        """Ids the visible-device variable restricts us to; ``None`` when it is unset."""
+        if self.visible_env_var is None or self.visible_env_var not in env:
+            return None
+        return parse_id_list(env[self.visible_env_var])
+
+    def extra_resources(
+        self, probe: HostProbe, devices: Sequence[Device]
+    ) -> tuple[dict[str, float], dict[str, str]]:
+        """Family-specific extra resources and labels (TPU slice head, ...)."""
+        return {}, {}
+
+    def detect(self, probe: HostProbe) -> FamilyDetection | None:
+        """Devices usable on this node after the visible-device filter, with type tokens."""
+        devices = self.probe_devices(probe)
+        visible = self.visible_ids(probe.env)
+        if visible is not None:
+            by_id = {device.id: device for device in devices}
+            devices = [by_id[device_id] for device_id in visible if device_id in by_id]
+        if not devices:
+            return None
+        devices = [replace(device, index=position) for position, device in enumerate(devices)]
+        tokens = common_tokens([d.accelerator_type for d in devices])
+        warnings: tuple[str, ...] = ()
+        if len({d.accelerator_type for d in devices}) > 1:
+            warnings = (
+                f"{self.display_name}: mixed models on one node "
+                f"({', '.join(sorted({d.model for d in devices}))}); "
+                f"advertising only the tokens they share: {list(tokens) or 'none'}",
+            )
+        extras, labels = self.extra_resources(probe, devices)
+        return FamilyDetection(
+            family=self.name,
+            resource=self.resource_name,
+            devices=tuple(devices),
+            accelerator_type=type_for_tokens(tokens),
+            tokens=tokens,
+            extra_resources=extras,
+            labels=labels,
+            warnings=warnings,
+        )
+
+    # Requests and workers --------------------------------------------------------------
+    def validate_quantity(self, quantity: float) -> str | None:
+        """An error message if ``quantity`` of this resource cannot be requested, else None."""
+        if quantity < 0:
+            return f"{self.resource_name} quantity must not be negative, got {quantity:g}"
+        if quantity > 1 and not float(quantity).is_integer():
+            return (
+                f"{self.resource_name} quantity {quantity:g} is invalid: quantities above 1 "
+                "must be whole numbers (fractions share one device)"
+            )
+        if not self.allows_fractions and not float(quantity).is_integer():
+            return (
+                f"{self.display_name} ({self.resource_name}) does not support fractional "
+                f"requests, got {quantity:g}; request a whole number"
+            )
+        return None
+
+    @property
+    def noset_env_vars(self) -> tuple[str, ...]:
+        """Variables that, when set to a non-empty value, stop us setting the visible ids.
+
+        ``AUTOSCALE_NOSET_<VAR>`` is ours; Ray's ``RAY_EXPERIMENTAL_NOSET_<VAR>`` is honoured
+        too so existing deployments keep working.
+        """
+        if self.visible_env_var is None:
+            return ()
+        return (
+            f"AUTOSCALE_NOSET_{self.visible_env_var}",
+            f"RAY_EXPERIMENTAL_NOSET_{self.visible_env_var}",
+        )
+
+    def visible_devices_env(
+        self, ids: Sequence[str], node_device_count: int
+    ) -> dict[str, str | None]:
+        """Variables that restrict a worker to ``ids`` (``None`` means: unset it)."""
+        if self.visible_env_var is None:
+            return {}
+        return {self.visible_env_var: ",".join(ids)}
+
+    def worker_env(
+        self, ids: Sequence[str], node_device_count: int, env: Mapping[str, str]
+    ) -> dict[str, str | None]:
+        """:meth:`visible_devices_env` unless the user opted out with a NOSET variable."""
+        if any(env.get(var) for var in self.noset_env_vars):
+            return {}
+        return self.visible_devices_env(ids, node_device_count)
+
+
+def parse_id_list(value: str) -> list[str]:
+    """Parse ``"1,3"`` into ``["1", "3"]``; empty and ``NoDevFiles`` mean no devices."""
+    value = value.strip()
+    if value in NO_DEVICE_MARKERS:
+        return []
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def parse_id_ranges(value: str) -> list[str]:
+    """Parse ids with ranges, e.g. ``"0-3,6"`` into ``["0", "1", "2", "3", "6"]``."""
+    ids: list[str] = []
+    for part in parse_id_list(value):
+        low, sep, high = part.partition("-")
+        if sep and low.isdigit() and high.isdigit():
+            ids.extend(str(i) for i in range(int(low), int(high) + 1))
+        else:
+            ids.append(part)
+    return ids
