@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -101,8 +102,11 @@ class HostProbe:
         metadata_reader: MetadataReader | None = None,
         command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
         metadata_timeout_s: float = DEFAULT_METADATA_TIMEOUT_S,
+        system: str | None = None,
     ) -> None:
         self.root = Path(root)
+        self.system = system or platform.system()
+        """The operating system, as ``platform.system()`` names it (``Linux``, ``Darwin``)."""
         self.env: Mapping[str, str] = dict(os.environ if env is None else env)
         self._run_command = run_command or _run_subprocess
         self._nvml_loader = nvml_loader or _load_pynvml

@@ -111,8 +111,7 @@ class AcceleratorFamily(ABC):
         devices = self.probe_devices(probe)
         visible = self.visible_ids(probe.env)
         if visible is not None:
-            by_id = {device.id: device for device in devices}
-            devices = [by_id[device_id] for device_id in visible if device_id in by_id]
+            devices = _filter_visible(devices, visible)
         if not devices:
             return None
         devices = [replace(device, index=position) for position, device in enumerate(devices)]
@@ -202,3 +201,22 @@ def parse_id_ranges(value: str) -> list[str]:
         else:
             ids.append(part)
     return ids
+
+
+def _filter_visible(devices: Sequence[Device], visible: Sequence[str]) -> list[Device]:
+    """Devices named by the visible-device variable, in its order.
+
+    A token may be the vendor index or the device UUID (``CUDA_VISIBLE_DEVICES=GPU-8f3e...``);
+    the device keeps the token as its id so a worker gets ids in the form the user used.
+    """
+    by_token: dict[str, Device] = {}
+    for device in devices:
+        by_token.setdefault(device.id, device)
+        if device.uuid:
+            by_token.setdefault(device.uuid, device)
+    chosen: list[Device] = []
+    for token in visible:
+        device = by_token.get(token)
+        if device is not None and all(d.index != device.index for d in chosen):
+            chosen.append(replace(device, id=token))
+    return chosen

@@ -20,6 +20,7 @@ class FakeHost:
         self.root = root
         self.root.mkdir(parents=True, exist_ok=True)
         self.env: dict[str, str] = {"PATH": ""}
+        self.system = "Linux"
         self.nvml: Any | None = None
         self.metadata: dict[str, str] = {}
         self.metadata_calls: list[str] = []
@@ -87,4 +88,5 @@ class FakeHost:
             run_command=self._run,
             nvml_loader=lambda: self.nvml,
             metadata_reader=self._read_metadata,
+            system=self.system,
         )

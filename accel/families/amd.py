@@ -1,0 +1,17 @@
+"""AMD GPU accelerators. PLACEHOLDER: being implemented."""
+
+from __future__ import annotations
+
+from accel.families.base import AcceleratorFamily, Device
+from accel.probe import HostProbe
+
+
+class AmdGpu(AcceleratorFamily):
+    name = "amd"
+    display_name = "AMD GPU"
+    resource_name = "GPU"
+    visible_env_var = 'HIP_VISIBLE_DEVICES'
+    allows_fractions = True
+
+    def probe_devices(self, probe: HostProbe) -> list[Device]:
+        return []

@@ -1,0 +1,17 @@
+"""MetaX GPU accelerators. PLACEHOLDER: being implemented."""
+
+from __future__ import annotations
+
+from accel.families.base import AcceleratorFamily, Device
+from accel.probe import HostProbe
+
+
+class MetaxGpu(AcceleratorFamily):
+    name = "metax"
+    display_name = "MetaX GPU"
+    resource_name = "GPU"
+    visible_env_var = 'CUDA_VISIBLE_DEVICES'
+    allows_fractions = True
+
+    def probe_devices(self, probe: HostProbe) -> list[Device]:
+        return []
