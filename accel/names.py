@@ -39,8 +39,9 @@ def _t(name: str, family: str, *patterns: str, **kwargs) -> AcceleratorType:
     return AcceleratorType(name, family, patterns=tuple(patterns), **kwargs)
 
 
-def _v(name: str, generic: str, family: str, memory_gib: float | None = None, *patterns: str,
-       **kwargs) -> AcceleratorType:
+def _v(
+    name: str, generic: str, family: str, memory_gib: float | None = None, *patterns: str, **kwargs
+) -> AcceleratorType:
     return AcceleratorType(
         name, family, generic=generic, memory_gib=memory_gib, patterns=tuple(patterns), **kwargs
     )
@@ -67,16 +68,35 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
     _t("A30", "nvidia", r"\bA30\b"),
     _t("A40", "nvidia", r"\bA40\b"),
     _t("A100", "nvidia", r"\bA100\b"),
-    _v("A100-40G", "A100", "nvidia", 40, r"\bA100\b.*\b40GB\b",
-       aliases=("A100-40GB", "A100-SXM4-40GB", "A100-PCIE-40GB")),
-    _v("A100-80G", "A100", "nvidia", 80, r"\bA100\b.*\b80GB\b",
-       aliases=("A100-80GB", "A100-SXM4-80GB", "A100-PCIE-80GB")),
+    _v(
+        "A100-40G",
+        "A100",
+        "nvidia",
+        40,
+        r"\bA100\b.*\b40GB\b",
+        aliases=("A100-40GB", "A100-SXM4-40GB", "A100-PCIE-40GB"),
+    ),
+    _v(
+        "A100-80G",
+        "A100",
+        "nvidia",
+        80,
+        r"\bA100\b.*\b80GB\b",
+        aliases=("A100-80GB", "A100-SXM4-80GB", "A100-PCIE-80GB"),
+    ),
     _t("L4", "nvidia", r"\bL4\b"),
     _t("L40", "nvidia", r"\bL40\b"),
     _t("L40S", "nvidia", r"\bL40S\b"),
     _t("H100", "nvidia", r"\bH100\b"),
-    _v("H100-80G", "H100", "nvidia", 80, r"\bH100\b.*\b80GB\b", r"\bH100\b.*\bPCIE\b",
-       aliases=("H100-80GB", "H100-SXM", "H100-SXM5", "H100-PCIE", "H100-MEGA")),
+    _v(
+        "H100-80G",
+        "H100",
+        "nvidia",
+        80,
+        r"\bH100\b.*\b80GB\b",
+        r"\bH100\b.*\bPCIE\b",
+        aliases=("H100-80GB", "H100-SXM", "H100-SXM5", "H100-PCIE", "H100-MEGA"),
+    ),
     _v("H100-NVL", "H100", "nvidia", 94, r"\bH100\b.*\bNVL\b", aliases=("H100-94G",)),
     _t("H200", "nvidia", r"\bH200\b"),
     _t("H20", "nvidia", r"\bH20\b"),
@@ -85,8 +105,12 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
     _t("B300", "nvidia", r"\bB300\b"),
     _t("GB200", "nvidia", r"\bGB200\b"),
     _t("GB300", "nvidia", r"\bGB300\b"),
-    _t("RTX-PRO-6000", "nvidia", r"\bRTX PRO 6000\b",
-       aliases=("RTX-PRO-6000-BLACKWELL", "RTXPRO6000")),
+    _t(
+        "RTX-PRO-6000",
+        "nvidia",
+        r"\bRTX PRO 6000\b",
+        aliases=("RTX-PRO-6000-BLACKWELL", "RTXPRO6000"),
+    ),
     _t("RTX-6000-Ada", "nvidia", r"\bRTX 6000 ADA\b", aliases=("RTX6000-ADA",)),
     _t("RTX-A6000", "nvidia", r"\bRTX A6000\b", aliases=("A6000",)),
     _t("RTX-6000", "nvidia", r"\bQUADRO RTX 6000\b", aliases=("QUADRO-RTX-6000",)),
@@ -131,8 +155,13 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         for entry in (
             _t(f"Apple-{chip}", "apple", rf"\b{chip}\b", aliases=(chip,)),
             *(
-                _v(f"Apple-{chip}-{tier}", f"Apple-{chip}", "apple", None,
-                   rf"\b{chip} {tier.upper()}\b")
+                _v(
+                    f"Apple-{chip}-{tier}",
+                    f"Apple-{chip}",
+                    "apple",
+                    None,
+                    rf"\b{chip} {tier.upper()}\b",
+                )
                 for tier in ("Pro", "Max", "Ultra")
             ),
         )
@@ -142,36 +171,97 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
     _t("TPU-V3", "tpu", r"\bV3\b", aliases=("V3", "TPUV3")),
     _t("TPU-V4", "tpu", r"\bV4\b", aliases=("V4", "TPUV4")),
     _t("TPU-V5P", "tpu", r"\bV5P\b", aliases=("V5P", "TPUV5P")),
-    _t("TPU-V5LITEPOD", "tpu", r"\bV5LITEPOD\b", r"\bV5E\b", r"\bV5 LITE\b",
-       aliases=("V5E", "TPU-V5E", "V5LITEPOD", "V5LITE", "TPU-V5-LITE")),
+    _t(
+        "TPU-V5LITEPOD",
+        "tpu",
+        r"\bV5LITEPOD\b",
+        r"\bV5E\b",
+        r"\bV5 LITE\b",
+        aliases=("V5E", "TPU-V5E", "V5LITEPOD", "V5LITE", "TPU-V5-LITE"),
+    ),
     _t("TPU-V6E", "tpu", r"\bV6E\b", aliases=("V6E", "TRILLIUM", "TPU-TRILLIUM")),
     _t("TPU-V7X", "tpu", r"\bV7X?\b", aliases=("V7X", "V7", "TPU-V7", "IRONWOOD", "TPU7X")),
     # AWS Neuron -------------------------------------------------------------------------
     _t("aws-neuron-core", "neuron", aliases=("NEURON", "NEURON-CORE", "NEURONCORE")),
-    _v("Inferentia", "aws-neuron-core", "neuron", None, r"\bINFERENTIA1?\b", r"\bINF1\b",
-       aliases=("INFERENTIA1", "INF1")),
-    _v("Inferentia2", "aws-neuron-core", "neuron", None, r"\bINFERENTIA2\b", r"\bINF2\b",
-       aliases=("INF2",)),
-    _v("Trainium", "aws-neuron-core", "neuron", None, r"\bTRAINIUM1?\b", r"\bTRN1N?\b",
-       aliases=("TRAINIUM1", "TRN1")),
-    _v("Trainium2", "aws-neuron-core", "neuron", None, r"\bTRAINIUM2\b", r"\bTRN2\b",
-       aliases=("TRN2",)),
-    _v("Trainium3", "aws-neuron-core", "neuron", None, r"\bTRAINIUM3\b", r"\bTRN3\b",
-       aliases=("TRN3",)),
+    _v(
+        "Inferentia",
+        "aws-neuron-core",
+        "neuron",
+        None,
+        r"\bINFERENTIA1?\b",
+        r"\bINF1\b",
+        aliases=("INFERENTIA1", "INF1"),
+    ),
+    _v(
+        "Inferentia2",
+        "aws-neuron-core",
+        "neuron",
+        None,
+        r"\bINFERENTIA2\b",
+        r"\bINF2\b",
+        aliases=("INF2",),
+    ),
+    _v(
+        "Trainium",
+        "aws-neuron-core",
+        "neuron",
+        None,
+        r"\bTRAINIUM1?\b",
+        r"\bTRN1N?\b",
+        aliases=("TRAINIUM1", "TRN1"),
+    ),
+    _v(
+        "Trainium2",
+        "aws-neuron-core",
+        "neuron",
+        None,
+        r"\bTRAINIUM2\b",
+        r"\bTRN2\b",
+        aliases=("TRN2",),
+    ),
+    _v(
+        "Trainium3",
+        "aws-neuron-core",
+        "neuron",
+        None,
+        r"\bTRAINIUM3\b",
+        r"\bTRN3\b",
+        aliases=("TRN3",),
+    ),
     # Intel Gaudi ------------------------------------------------------------------------
     _t("Intel-GAUDI", "gaudi", r"\bGAUDI\b", r"\bHL-?\d+\b", aliases=("GAUDI", "HPU")),
-    _v("Intel-GAUDI1", "Intel-GAUDI", "gaudi", None, r"\bGAUDI ?1\b", r"\bHL-?205\b",
-       aliases=("GAUDI1", "DL1")),
-    _v("Intel-GAUDI2", "Intel-GAUDI", "gaudi", None, r"\bGAUDI ?2\b", r"\bHL-?225\w*\b",
-       aliases=("GAUDI2",)),
-    _v("Intel-GAUDI3", "Intel-GAUDI", "gaudi", None, r"\bGAUDI ?3\b", r"\bHL-?32[0-9]\w*\b",
-       aliases=("GAUDI3",)),
+    _v(
+        "Intel-GAUDI1",
+        "Intel-GAUDI",
+        "gaudi",
+        None,
+        r"\bGAUDI ?1\b",
+        r"\bHL-?205\b",
+        aliases=("GAUDI1", "DL1"),
+    ),
+    _v(
+        "Intel-GAUDI2",
+        "Intel-GAUDI",
+        "gaudi",
+        None,
+        r"\bGAUDI ?2\b",
+        r"\bHL-?225\w*\b",
+        aliases=("GAUDI2",),
+    ),
+    _v(
+        "Intel-GAUDI3",
+        "Intel-GAUDI",
+        "gaudi",
+        None,
+        r"\bGAUDI ?3\b",
+        r"\bHL-?32[0-9]\w*\b",
+        aliases=("GAUDI3",),
+    ),
     # Huawei Ascend ----------------------------------------------------------------------
     _t("Ascend910A", "ascend", r"\b910A?\b", aliases=("910A",)),
     _t("Ascend910B", "ascend", r"\b910B\b", aliases=("910B",)),
     *(
-        _v(f"Ascend910B{n}", "Ascend910B", "ascend", None, rf"\b910B{n}\b",
-           aliases=(f"910B{n}",))
+        _v(f"Ascend910B{n}", "Ascend910B", "ascend", None, rf"\b910B{n}\b", aliases=(f"910B{n}",))
         for n in (1, 2, 3, 4)
     ),
     _t("Ascend910C", "ascend", r"\b910C\b", aliases=("910C",)),
@@ -187,12 +277,27 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
     _t("Mobilint-ARIES", "mobilint", r"\bARIES\b", aliases=("ARIES",)),
     _t("Mobilint-REGULUS", "mobilint", r"\bREGULUS\b", aliases=("REGULUS",)),
     # Tenstorrent ------------------------------------------------------------------------
-    _t("Tenstorrent-Grayskull", "tenstorrent", r"\bGRAYSKULL\b", r"\bE(75|150)\b",
-       aliases=("GRAYSKULL",)),
-    _t("Tenstorrent-Wormhole", "tenstorrent", r"\bWORMHOLE\b", r"\bN(150|300)\w?\b",
-       aliases=("WORMHOLE",)),
-    _t("Tenstorrent-Blackhole", "tenstorrent", r"\bBLACKHOLE\b", r"\bP1[0-9]0\w?\b",
-       aliases=("BLACKHOLE",)),
+    _t(
+        "Tenstorrent-Grayskull",
+        "tenstorrent",
+        r"\bGRAYSKULL\b",
+        r"\bE(75|150)\b",
+        aliases=("GRAYSKULL",),
+    ),
+    _t(
+        "Tenstorrent-Wormhole",
+        "tenstorrent",
+        r"\bWORMHOLE\b",
+        r"\bN(150|300)\w?\b",
+        aliases=("WORMHOLE",),
+    ),
+    _t(
+        "Tenstorrent-Blackhole",
+        "tenstorrent",
+        r"\bBLACKHOLE\b",
+        r"\bP1[0-9]0\w?\b",
+        aliases=("BLACKHOLE",),
+    ),
     # Other AWS accelerators (catalog only: no node-side family) ---------------------------
     _t("Qualcomm-AI100", "qualcomm", r"\bAI ?100\b", aliases=("AI100", "QUALCOMM-AI-100", "DL2Q")),
     _t("Xilinx-U30", "xilinx", r"\bU30\b", aliases=("U30",)),

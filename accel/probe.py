@@ -139,9 +139,7 @@ class HostProbe:
         """Host paths matching a glob, in natural order (``accel2`` before ``accel10``)."""
         relative = host_pattern.lstrip("/")
         try:
-            matches = [
-                "/" + str(p.relative_to(self.root)) for p in self.root.glob(relative)
-            ]
+            matches = ["/" + str(p.relative_to(self.root)) for p in self.root.glob(relative)]
         except OSError:
             return []
         return sorted(matches, key=natural_key)

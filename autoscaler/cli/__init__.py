@@ -1,0 +1,51 @@
+"""The ``autoscale`` command line.
+
+Subcommands load lazily so ``autoscale node detect`` imports only what detection needs.
+Every failure a user can cause ends as one clear message and a non-zero exit; tracebacks
+appear only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from autoscaler.cli.lazy import LazyGroup
+
+DEBUG_ENV_VAR = "AUTOSCALE_DEBUG"
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_subcommands={"node": "autoscaler.cli.node:node"},
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option("--debug", is_flag=True, envvar=DEBUG_ENV_VAR, help="Debug logs and tracebacks.")
+@click.option("-v", "--verbose", is_flag=True, help="Informational logs on stderr.")
+@click.version_option(package_name="accel-autoscaler")
+def cli(debug: bool, verbose: bool) -> None:
+    """Autoscale accelerator clusters (GPU, TPU, Trainium/Inferentia, Gaudi, Ascend)."""
+    level = logging.DEBUG if debug else logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def main() -> None:
+    """Console entry point: unexpected errors become one line unless ``--debug``."""
+    debug = "--debug" in sys.argv[1:] or bool(__import__("os").environ.get(DEBUG_ENV_VAR))
+    try:
+        cli.main(prog_name="autoscale", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        sys.exit(done.exit_code)
+    except click.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except Exception as err:
+        if debug:
+            raise
+        click.echo(f"Error: {type(err).__name__}: {err} (run with --debug for details)", err=True)
+        sys.exit(1)

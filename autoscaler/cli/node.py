@@ -1,0 +1,242 @@
+"""``autoscale node``: what this node has, and running workloads on its devices."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+
+import click
+
+from accel.allocation import AllocationError
+from accel.ledger import (
+    Lease,
+    NodeLedger,
+    ProcessRef,
+    ResourcesUnavailableError,
+    default_state_dir,
+)
+from accel.node import (
+    InvalidOverrideError,
+    NodeInventory,
+    apply_overrides,
+    detect_node,
+    overrides_from_env,
+    parse_resources_json,
+    ray_start_args,
+)
+from autoscaler.cli.output import format_bytes, format_quantity, print_json, print_table
+
+ASSIGNED_ENV_VAR = "AUTOSCALE_ASSIGNED"
+LEASE_ENV_VAR = "AUTOSCALE_LEASE_ID"
+WAIT_POLL_S = 0.2
+
+
+@click.group()
+def node() -> None:
+    """Inspect this node's accelerators and run workloads on them."""
+
+
+def _inventory(resources_json: str | None = None, num_gpus: float | None = None) -> NodeInventory:
+    """Detection merged with ``AUTOSCALE_NODE_RESOURCES`` and then the given flags."""
+    try:
+        overrides = overrides_from_env(os.environ)
+        if resources_json is not None:
+            overrides.update(parse_resources_json(resources_json, source="--resources"))
+        return apply_overrides(detect_node(), overrides, num_gpus=num_gpus)
+    except InvalidOverrideError as err:
+        raise click.UsageError(str(err)) from err
+
+
+@node.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--ray-start-args", is_flag=True, help="Print matching `ray start` flags.")
+@click.option("--num-gpus", type=click.FloatRange(min=0), help="Override the GPU count.")
+@click.option("--resources", "resources_json", help="Override resources, e.g. '{\"TPU\": 4}'.")
+def detect(
+    as_json: bool, ray_start_args: bool, num_gpus: float | None, resources_json: str | None
+) -> None:
+    """Detect CPU, memory and every accelerator on this node."""
+    inventory = _inventory(resources_json, num_gpus)
+    if ray_start_args:
+        click.echo(shlex.join(["ray", "start", *_ray_args(inventory)]))
+    elif as_json:
+        print_json(inventory.to_dict())
+    else:
+        _print_inventory(inventory)
+    for warning in inventory.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _ray_args(inventory: NodeInventory) -> list[str]:
+    return ray_start_args(inventory)
+
+
+def _print_inventory(inventory: NodeInventory) -> None:
+    print_table(
+        "Resources",
+        ["resource", "quantity"],
+        [
+            (name, format_bytes(value) if name == "memory" else format_quantity(value))
+            for name, value in inventory.resources.items()
+        ],
+    )
+    for detection in inventory.detections:
+        print_table(
+            f"{detection.resource}: {detection.count} x {detection.accelerator_type or 'unknown'}"
+            f" ({detection.family})",
+            ["index", "id", "model", "type", "memory", "uuid"],
+            [
+                (
+                    d.index,
+                    d.id,
+                    d.model,
+                    d.accelerator_type,
+                    f"{d.memory_mib} MiB" if d.memory_mib else None,
+                    d.uuid,
+                )
+                for d in detection.devices
+            ],
+        )
+    if not inventory.detections:
+        click.echo("No accelerators found.")
+
+
+@node.command(context_settings={"ignore_unknown_options": True})
+@click.option(
+    "--resources",
+    "request_json",
+    default="{}",
+    show_default=True,
+    help='What the workload needs, e.g. \'{"GPU": 0.5, "CPU": 1}\'.',
+)
+@click.option(
+    "--wait",
+    "wait_s",
+    type=click.FloatRange(min=0),
+    default=0,
+    help="Seconds to wait for busy devices to free up (default: fail at once).",
+)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(request_json: str, wait_s: float, command: tuple[str, ...]) -> None:
+    """Run COMMAND with devices from the node-wide ledger (use `--` before COMMAND)."""
+    try:
+        request = parse_resources_json(request_json, source="--resources")
+    except InvalidOverrideError as err:
+        raise click.UsageError(str(err)) from err
+    inventory = _inventory()
+    ledger = NodeLedger(default_state_dir(), inventory)
+    lease = _acquire(ledger, request, command, wait_s)
+    try:
+        exit_code = _run_with_lease(inventory, ledger, lease, command)
+    finally:
+        ledger.release(lease.lease_id)
+    sys.exit(exit_code)
+
+
+def _acquire(
+    ledger: NodeLedger, request: Mapping[str, float], command: tuple[str, ...], wait_s: float
+) -> Lease:
+    deadline = time.monotonic() + wait_s
+    me = ProcessRef.of(os.getpid())
+    while True:
+        try:
+            return ledger.acquire(request, me, command)
+        except ResourcesUnavailableError as err:
+            if time.monotonic() >= deadline:
+                hint = "" if wait_s else " (use --wait SECONDS to wait for it)"
+                raise click.ClickException(f"not enough free resources: {err}{hint}") from err
+            time.sleep(WAIT_POLL_S)
+        except AllocationError as err:
+            raise click.UsageError(str(err)) from err
+
+
+def worker_environment(
+    inventory: NodeInventory, lease: Lease, base_env: Mapping[str, str]
+) -> dict[str, str]:
+    """``base_env`` plus each family's visible-device variables and the assignment."""
+    env = dict(base_env)
+    assigned = {}
+    for resource, grant in lease.grants.items():
+        family = inventory.family_for(resource)
+        pool = inventory.pools[resource]
+        for name, value in family.worker_env(grant.ids, len(pool.ids), base_env).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        assigned[resource] = {"ids": list(grant.ids), "fraction": grant.fraction}
+    env[ASSIGNED_ENV_VAR] = json.dumps(assigned, sort_keys=True)
+    env[LEASE_ENV_VAR] = lease.lease_id
+    return env
+
+
+def _run_with_lease(
+    inventory: NodeInventory, ledger: NodeLedger, lease: Lease, command: tuple[str, ...]
+) -> int:
+    env = worker_environment(inventory, lease, os.environ)
+    try:
+        child = subprocess.Popen(list(command), env=env)
+    except FileNotFoundError as err:
+        raise click.ClickException(f"command not found: {command[0]}") from err
+    except PermissionError as err:
+        raise click.ClickException(f"command is not executable: {command[0]}") from err
+    ledger.add_holder(lease.lease_id, ProcessRef.of(child.pid))
+    forwarded = {
+        sig: signal.signal(sig, lambda signum, _frame: child.send_signal(signum))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        return child.wait()
+    finally:
+        for sig, previous in forwarded.items():
+            signal.signal(sig, previous)
+
+
+@node.command()
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(as_json: bool) -> None:
+    """Inventory, live leases and free share of every device."""
+    inventory = _inventory()
+    leases, view = NodeLedger(default_state_dir(), inventory).snapshot()
+    free = {name: allocator.free_shares() for name, allocator in view.allocators.items()}
+    if as_json:
+        print_json(
+            {
+                **inventory.to_dict(),
+                "leases": [lease.to_dict() for lease in leases],
+                "free_device_shares": free,
+            }
+        )
+        return
+    _print_inventory(inventory)
+    print_table(
+        "Leases",
+        ["lease", "pids", "resources", "devices", "command"],
+        [
+            (
+                lease.lease_id,
+                ",".join(str(h.pid) for h in lease.holders),
+                json.dumps(lease.resources),
+                "; ".join(
+                    f"{name} {','.join(g.ids)} x{g.fraction:g}" for name, g in lease.grants.items()
+                ),
+                shlex.join(lease.command),
+            )
+            for lease in leases
+        ],
+    )
+    print_table(
+        "Free share per device",
+        ["resource", "device", "free"],
+        [
+            (name, device_id, f"{share:g}")
+            for name, shares in free.items()
+            for device_id, share in shares.items()
+        ],
+    )
