@@ -1,0 +1,210 @@
+"""`autoscale node detect|run|status` as a user runs them: real processes, real ledger."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import psutil
+
+
+@pytest.fixture
+def node_env(tmp_path) -> dict[str, str]:
+    """An environment whose host tree is empty and whose ledger lives in tmp_path."""
+    host = tmp_path / "host"
+    host.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AUTOSCALE_", "CUDA_"))}
+    env.update(
+        AUTOSCALE_HOST_ROOT=str(host),
+        AUTOSCALE_NODE_STATE_DIR=str(tmp_path / "state"),
+        AUTOSCALE_NODE_RESOURCES=json.dumps({"GPU": 4, "accelerator_type:A100": 1}),
+    )
+    return env
+
+
+def autoscale(*args: str, env: dict[str, str], **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autoscaler", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kwargs,
+    )
+
+
+def test_detect_json_reports_overridden_resources(node_env):
+    done = autoscale("node", "detect", "--json", "--num-gpus", "8", env=node_env)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["resources"]["GPU"] == 8
+    assert report["resources"]["accelerator_type:A100"] == 1
+    assert report["device_pools"]["GPU"]["family"] == "nvidia"
+    assert report["device_pools"]["GPU"]["ids"] == [str(i) for i in range(8)]
+
+
+def test_ray_start_args_match_the_inventory(node_env):
+    done = autoscale("node", "detect", "--ray-start-args", env=node_env)
+    assert done.returncode == 0, done.stderr
+    assert "--num-gpus=4" in done.stdout
+    assert '"accelerator_type:A100": 1.0' in done.stdout
+
+
+def test_run_sets_visible_devices_and_assignment(node_env):
+    done = autoscale(
+        "node", "run", "--resources", '{"GPU": 0.5}', "--",
+        sys.executable, "-c",
+        "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['AUTOSCALE_ASSIGNED'])",
+        env=node_env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    ids, assigned = done.stdout.strip().split(" ", 1)
+    assert ids == "0"
+    assert json.loads(assigned) == {"GPU": {"ids": ["0"], "fraction": 0.5}}
+
+
+def test_run_honours_the_noset_opt_out(node_env):
+    node_env["AUTOSCALE_NOSET_CUDA_VISIBLE_DEVICES"] = "1"
+    done = autoscale(
+        "node", "run", "--resources", '{"GPU": 1}', "--",
+        sys.executable, "-c", "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))",
+        env=node_env,
+    )  # fmt: skip
+    assert done.stdout.strip() == "None"
+
+
+def test_run_exits_with_the_workload_exit_code(node_env):
+    done = autoscale("node", "run", "--", sys.executable, "-c", "raise SystemExit(7)", env=node_env)
+    assert done.returncode == 7
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--resources", "{bad"], "--resources: not valid JSON"),
+        (["--resources", '{"GPU": 1.5}'], "above 1 must be whole numbers"),
+        (["--resources", '{"GPU": 9}'], "9 requested but this node has only 4"),
+        (["--resources", '{"HPU": 1}'], "this node has no HPU devices"),
+    ],
+)
+def test_bad_requests_fail_clearly_without_traceback(node_env, args, message):
+    done = autoscale("node", "run", *args, "--", "true", env=node_env)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_bad_override_variable_fails_clearly(node_env):
+    node_env["AUTOSCALE_NODE_RESOURCES"] = '{"GPU": "four"}'
+    done = autoscale("node", "detect", env=node_env)
+    assert done.returncode == 2
+    assert "AUTOSCALE_NODE_RESOURCES: 'GPU' must be a number" in done.stderr
+
+
+def test_missing_command_is_reported_and_lease_released(node_env):
+    done = autoscale("node", "run", "--resources", '{"GPU": 4}', "--", "no-such-cmd", env=node_env)
+    assert done.returncode == 1
+    assert "command not found: no-such-cmd" in done.stderr
+    status = json.loads(autoscale("node", "status", "--json", env=node_env).stdout)
+    assert status["leases"] == []
+
+
+def test_busy_devices_fail_fast_or_wait(node_env, tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "autoscaler", "node", "run", "--resources", '{"GPU": 4}', "--",
+         sys.executable, "-c", "import time; time.sleep(1.5)"],
+        env=node_env,
+    )  # fmt: skip
+    try:
+        _wait_for_leases(node_env, 1)
+        busy = autoscale("node", "run", "--resources", '{"GPU": 1}', "--", "true", env=node_env)
+        assert busy.returncode == 1
+        assert "not enough free resources" in busy.stderr
+        waited = autoscale(
+            "node", "run", "--wait", "30", "--resources", '{"GPU": 1}', "--", "true", env=node_env
+        )
+        assert waited.returncode == 0, waited.stderr
+    finally:
+        holder.wait(timeout=30)
+
+
+def test_concurrent_runs_never_share_a_whole_device(node_env, tmp_path):
+    """Eight runs contend for four GPUs: no device ever has two holders at once."""
+    log = tmp_path / "intervals.jsonl"
+    script = (
+        "import json, os, time; start = time.time(); time.sleep(0.3); "
+        f"open({str(log)!r}, 'a').write(json.dumps("
+        "[os.environ['CUDA_VISIBLE_DEVICES'], start, time.time()]) + '\\n')"
+    )
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "autoscaler", "node", "run", "--wait", "60",
+             "--resources", '{"GPU": 1}', "--", sys.executable, "-c", script],
+            env=node_env, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        for _ in range(8)
+    ]
+    assert [run.wait(timeout=90) for run in runs] == [0] * 8
+    intervals = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(intervals) == 8
+    for device in {device for device, _, _ in intervals}:
+        spans = sorted((start, end) for d, start, end in intervals if d == device)
+        for (_, end), (next_start, _) in zip(spans, spans[1:]):
+            assert next_start >= end, f"device {device} was held twice at once"
+
+
+def test_killed_runner_and_workload_leave_no_stuck_lease(node_env):
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "autoscaler", "node", "run", "--resources", '{"GPU": 4}', "--",
+         sys.executable, "-c", "import time; time.sleep(60)"],
+        env=node_env,
+    )  # fmt: skip
+    _wait_for_leases(node_env, 1)
+    for process in [*psutil.Process(runner.pid).children(recursive=True), runner]:
+        os.kill(process.pid, signal.SIGKILL)
+    runner.wait(timeout=10)
+    time.sleep(0.2)  # let the orphaned workload be reaped
+    done = autoscale("node", "run", "--resources", '{"GPU": 4}', "--", "true", env=node_env)
+    assert done.returncode == 0, done.stderr
+
+
+def test_status_lists_leases_and_free_shares(node_env):
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "autoscaler", "node", "run", "--resources", '{"GPU": 0.25}', "--",
+         sys.executable, "-c", "import time; time.sleep(1)"],
+        env=node_env,
+    )  # fmt: skip
+    try:
+        status = _wait_for_leases(node_env, 1)
+        assert status["free_device_shares"]["GPU"] == {"0": 0.75, "1": 1.0, "2": 1.0, "3": 1.0}
+        assert status["leases"][0]["grants"] == {"GPU": {"ids": ["0"], "fraction": 0.25}}
+        table = autoscale("node", "status", env=node_env)
+        assert "Free share per device" in table.stdout
+    finally:
+        holder.wait(timeout=30)
+
+
+def _wait_for_leases(env: dict[str, str], count: int, timeout_s: float = 20) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = json.loads(autoscale("node", "status", "--json", env=env).stdout)
+        if len(status["leases"]) >= count:
+            return status
+        time.sleep(0.1)
+    raise AssertionError(f"no {count} lease(s) appeared")
+
+
+def test_host_root_points_detection_at_another_tree(node_env):
+    root = Path(node_env["AUTOSCALE_HOST_ROOT"])
+    (root / "sys/devices/system/cpu").mkdir(parents=True)
+    (root / "sys/devices/system/cpu/online").write_text("0-63\n")
+    (root / "proc").mkdir()
+    (root / "proc/meminfo").write_text("MemTotal:       1048576 kB\n")
+    report = json.loads(autoscale("node", "detect", "--json", env=node_env).stdout)
+    assert report["resources"]["CPU"] == 64
+    assert report["resources"]["memory"] == 1024**3
