@@ -1,5 +1,6 @@
 """`autoscale node detect|run|status` as a user runs them: real processes, real ledger."""
 
+import itertools
 import json
 import os
 import signal
@@ -8,9 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 import psutil
+import pytest
 
 
 @pytest.fixture
@@ -57,11 +57,16 @@ def test_ray_start_args_match_the_inventory(node_env):
 
 def test_run_sets_visible_devices_and_assignment(node_env):
     done = autoscale(
-        "node", "run", "--resources", '{"GPU": 0.5}', "--",
-        sys.executable, "-c",
+        "node",
+        "run",
+        "--resources",
+        '{"GPU": 0.5}',
+        "--",
+        sys.executable,
+        "-c",
         "import os; print(os.environ['CUDA_VISIBLE_DEVICES'], os.environ['AUTOSCALE_ASSIGNED'])",
         env=node_env,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     ids, assigned = done.stdout.strip().split(" ", 1)
     assert ids == "0"
@@ -71,10 +76,16 @@ def test_run_sets_visible_devices_and_assignment(node_env):
 def test_run_honours_the_noset_opt_out(node_env):
     node_env["AUTOSCALE_NOSET_CUDA_VISIBLE_DEVICES"] = "1"
     done = autoscale(
-        "node", "run", "--resources", '{"GPU": 1}', "--",
-        sys.executable, "-c", "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))",
+        "node",
+        "run",
+        "--resources",
+        '{"GPU": 1}',
+        "--",
+        sys.executable,
+        "-c",
+        "import os; print(os.environ.get('CUDA_VISIBLE_DEVICES'))",
         env=node_env,
-    )  # fmt: skip
+    )
     assert done.stdout.strip() == "None"
 
 
@@ -116,10 +127,21 @@ def test_missing_command_is_reported_and_lease_released(node_env):
 
 def test_busy_devices_fail_fast_or_wait(node_env, tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-m", "autoscaler", "node", "run", "--resources", '{"GPU": 4}', "--",
-         sys.executable, "-c", "import time; time.sleep(1.5)"],
+        [
+            sys.executable,
+            "-m",
+            "autoscaler",
+            "node",
+            "run",
+            "--resources",
+            '{"GPU": 4}',
+            "--",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(1.5)",
+        ],
         env=node_env,
-    )  # fmt: skip
+    )
     try:
         _wait_for_leases(node_env, 1)
         busy = autoscale("node", "run", "--resources", '{"GPU": 1}', "--", "true", env=node_env)
@@ -143,10 +165,25 @@ def test_concurrent_runs_never_share_a_whole_device(node_env, tmp_path):
     )
     runs = [
         subprocess.Popen(
-            [sys.executable, "-m", "autoscaler", "node", "run", "--wait", "60",
-             "--resources", '{"GPU": 1}', "--", sys.executable, "-c", script],
-            env=node_env, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "autoscaler",
+                "node",
+                "run",
+                "--wait",
+                "60",
+                "--resources",
+                '{"GPU": 1}',
+                "--",
+                sys.executable,
+                "-c",
+                script,
+            ],
+            env=node_env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for _ in range(8)
     ]
     assert [run.wait(timeout=90) for run in runs] == [0] * 8
@@ -154,16 +191,27 @@ def test_concurrent_runs_never_share_a_whole_device(node_env, tmp_path):
     assert len(intervals) == 8
     for device in {device for device, _, _ in intervals}:
         spans = sorted((start, end) for d, start, end in intervals if d == device)
-        for (_, end), (next_start, _) in zip(spans, spans[1:]):
+        for (_, end), (next_start, _) in itertools.pairwise(spans):
             assert next_start >= end, f"device {device} was held twice at once"
 
 
 def test_killed_runner_and_workload_leave_no_stuck_lease(node_env):
     runner = subprocess.Popen(
-        [sys.executable, "-m", "autoscaler", "node", "run", "--resources", '{"GPU": 4}', "--",
-         sys.executable, "-c", "import time; time.sleep(60)"],
+        [
+            sys.executable,
+            "-m",
+            "autoscaler",
+            "node",
+            "run",
+            "--resources",
+            '{"GPU": 4}',
+            "--",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(60)",
+        ],
         env=node_env,
-    )  # fmt: skip
+    )
     _wait_for_leases(node_env, 1)
     for process in [*psutil.Process(runner.pid).children(recursive=True), runner]:
         os.kill(process.pid, signal.SIGKILL)
@@ -175,10 +223,21 @@ def test_killed_runner_and_workload_leave_no_stuck_lease(node_env):
 
 def test_status_lists_leases_and_free_shares(node_env):
     holder = subprocess.Popen(
-        [sys.executable, "-m", "autoscaler", "node", "run", "--resources", '{"GPU": 0.25}', "--",
-         sys.executable, "-c", "import time; time.sleep(1)"],
+        [
+            sys.executable,
+            "-m",
+            "autoscaler",
+            "node",
+            "run",
+            "--resources",
+            '{"GPU": 0.25}',
+            "--",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(1)",
+        ],
         env=node_env,
-    )  # fmt: skip
+    )
     try:
         status = _wait_for_leases(node_env, 1)
         assert status["free_device_shares"]["GPU"] == {"0": 0.75, "1": 1.0, "2": 1.0, "3": 1.0}
