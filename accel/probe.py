@@ -16,7 +16,6 @@ import platform
 import re
 import shutil
 import subprocess
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +73,8 @@ def _gce_metadata_reader(env: Mapping[str, str]) -> MetadataReader:
     host = env.get(GCE_METADATA_HOST_ENV_VAR, GCE_METADATA_DEFAULT_HOST)
 
     def read(path: str, timeout: float) -> str | None:
+        import urllib.request  # only TPU hosts get here; keeps ssl off the CLI start-up path
+
         url = f"http://{host}/computeMetadata/v1/{path.lstrip('/')}"
         request = urllib.request.Request(url, headers={"Metadata-Flavor": "Google"})
         try:

@@ -10,17 +10,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import click
 
+if TYPE_CHECKING:
+    from accel.ledger import Lease, NodeLedger
+
 from accel.allocation import AllocationError
-from accel.ledger import (
-    Lease,
-    NodeLedger,
-    ProcessRef,
-    ResourcesUnavailableError,
-    default_state_dir,
-)
 from accel.node import (
     InvalidOverrideError,
     NodeInventory,
@@ -129,6 +126,8 @@ def run(request_json: str, wait_s: float, command: tuple[str, ...]) -> None:
         request = parse_resources_json(request_json, source="--resources")
     except InvalidOverrideError as err:
         raise click.UsageError(str(err)) from err
+    from accel.ledger import NodeLedger, default_state_dir
+
     inventory = _inventory()
     ledger = NodeLedger(default_state_dir(), inventory)
     lease = _acquire(ledger, request, command, wait_s)
@@ -142,6 +141,8 @@ def run(request_json: str, wait_s: float, command: tuple[str, ...]) -> None:
 def _acquire(
     ledger: NodeLedger, request: Mapping[str, float], command: tuple[str, ...], wait_s: float
 ) -> Lease:
+    from accel.ledger import ProcessRef, ResourcesUnavailableError
+
     deadline = time.monotonic() + wait_s
     me = ProcessRef.of(os.getpid())
     while True:
@@ -179,6 +180,8 @@ def worker_environment(
 def _run_with_lease(
     inventory: NodeInventory, ledger: NodeLedger, lease: Lease, command: tuple[str, ...]
 ) -> int:
+    from accel.ledger import ProcessRef
+
     env = worker_environment(inventory, lease, os.environ)
     try:
         child = subprocess.Popen(list(command), env=env)
@@ -202,6 +205,8 @@ def _run_with_lease(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def status(as_json: bool) -> None:
     """Inventory, live leases and free share of every device."""
+    from accel.ledger import NodeLedger, default_state_dir
+
     inventory = _inventory()
     leases, view = NodeLedger(default_state_dir(), inventory).snapshot()
     free = {name: allocator.free_shares() for name, allocator in view.allocators.items()}
