@@ -132,6 +132,7 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
     _t("AMD-Instinct-MI308X", "amd", r"\bMI308X\b", aliases=("MI308X",)),
     _t("AMD-Instinct-MI325X", "amd", r"\bMI325X\b", aliases=("MI325X",)),
     _v("AMD-Instinct-MI325X-OAM", "AMD-Instinct-MI325X", "amd", None, r"\bMI325X\b.*\bOAM\b"),
+    _t("AMD-Instinct-MI350X", "amd", r"\bMI350X\b", aliases=("MI350X",)),
     _t("AMD-Instinct-MI355X", "amd", r"\bMI355X\b", aliases=("MI355X",)),
     _t("AMD-Radeon-Pro-V520", "amd", r"\bV520\b", aliases=("RADEON-PRO-V520", "V520")),
     _t("AMD-Radeon-Pro-V710", "amd", r"\bV710\b", aliases=("RADEON-PRO-V710", "V710")),
@@ -140,6 +141,8 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
     # Intel GPU --------------------------------------------------------------------------
     _t("Intel-GPU-Max-1550", "intel_gpu", r"\bMAX 1550\b", aliases=("MAX-1550", "PVC-1550")),
     _t("Intel-GPU-Max-1100", "intel_gpu", r"\bMAX 1100\b", aliases=("MAX-1100", "PVC-1100")),
+    _t("Intel-GPU-Max-1350", "intel_gpu", r"\bMAX 1350\b", aliases=("MAX-1350",)),
+    _t("Intel-GPU-Max-1450", "intel_gpu", r"\bMAX 1450\b", aliases=("MAX-1450",)),
     _t("Intel-GPU-Flex-170", "intel_gpu", r"\bFLEX 170\b", aliases=("FLEX-170",)),
     _t("Intel-GPU-Flex-140", "intel_gpu", r"\bFLEX 140\b", aliases=("FLEX-140",)),
     _t("Intel-GPU-Arc-A770", "intel_gpu", r"\bARC\b.*\bA770\b", aliases=("ARC-A770",)),
@@ -161,6 +164,7 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
                     "apple",
                     None,
                     rf"\b{chip} {tier.upper()}\b",
+                    aliases=(f"{chip}-{tier}",),  # Ray's Apple type, e.g. M2-Max
                 )
                 for tier in ("Pro", "Max", "Ultra")
             ),
@@ -229,7 +233,9 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         aliases=("TRN3",),
     ),
     # Intel Gaudi ------------------------------------------------------------------------
-    _t("Intel-GAUDI", "gaudi", r"\bGAUDI\b", r"\bHL-?\d+\b", aliases=("GAUDI", "HPU")),
+    # Product names: HL-205 (Gaudi), HL-225 / HL-288 (Gaudi2 OAM / PCIe), HL-325L / HL-338
+    # (Gaudi3 OAM / PCIe). The generic "HL-<digit>" match is kept short so any variant wins.
+    _t("Intel-GAUDI", "gaudi", r"\bGAUDI\b", r"\bHL-?\d", aliases=("GAUDI", "HPU")),
     _v(
         "Intel-GAUDI1",
         "Intel-GAUDI",
@@ -245,7 +251,7 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         "gaudi",
         None,
         r"\bGAUDI ?2\b",
-        r"\bHL-?225\w*\b",
+        r"\bHL-?2(25|88)\w*\b",
         aliases=("GAUDI2",),
     ),
     _v(
@@ -254,25 +260,56 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         "gaudi",
         None,
         r"\bGAUDI ?3\b",
-        r"\bHL-?32[0-9]\w*\b",
+        r"\bHL-?3(2[0-9]|38)\w*\b",
         aliases=("GAUDI3",),
     ),
     # Huawei Ascend ----------------------------------------------------------------------
-    _t("Ascend910A", "ascend", r"\b910A?\b", aliases=("910A",)),
+    _t("Ascend910A", "ascend", r"\b910A?\b", r"\b910PRO[AB]?\b", aliases=("910A",)),
     _t("Ascend910B", "ascend", r"\b910B\b", aliases=("910B",)),
     *(
         _v(f"Ascend910B{n}", "Ascend910B", "ascend", None, rf"\b910B{n}\b", aliases=(f"910B{n}",))
         for n in (1, 2, 3, 4)
     ),
     _t("Ascend910C", "ascend", r"\b910C\b", aliases=("910C",)),
-    _t("Ascend310P", "ascend", r"\b310P\d*\b", aliases=("310P",)),
+    _t(
+        "Ascend310P",
+        "ascend",
+        r"\b310P\d*\b",
+        aliases=("310P", "310P1", "310P3", "Ascend310P1", "Ascend310P3"),
+    ),
     _t("Ascend310", "ascend", r"\b310\b", aliases=("310",)),
     # Rebellions -------------------------------------------------------------------------
+    # Dies report the card code (RBLN-CA22); each code is a variant of its chip. Variants come
+    # first: their patterns tie in length with the generic RBLN-CA<n> / RBLN-CR<n> ones.
+    _v("RBLN-CA02", "RBLN-ATOM", "rebellions", None, r"\bRBLN-CA02\b", aliases=("CA02",)),
+    _v("RBLN-CA12", "RBLN-ATOM", "rebellions", None, r"\bRBLN-CA12\b", aliases=("CA12",)),
+    _v("RBLN-CA22", "RBLN-ATOM", "rebellions", None, r"\bRBLN-CA22\b", aliases=("CA22",)),
+    _v(
+        "RBLN-CA25", "RBLN-ATOM", "rebellions", None, r"\bRBLN-CA25\b", aliases=("CA25", "ATOM-MAX")
+    ),
+    _v(
+        "RBLN-CR13",
+        "RBLN-REBEL",
+        "rebellions",
+        None,
+        r"\bRBLN-CR13\b",
+        aliases=("CR13", "REBEL100"),
+    ),
     _t("RBLN-ATOM", "rebellions", r"\bATOM\b", r"\bRBLN-CA\d+\b", aliases=("ATOM",)),
-    _t("RBLN-REBEL", "rebellions", r"\bREBEL\b", aliases=("REBEL",)),
+    _t("RBLN-REBEL", "rebellions", r"\bREBEL\d*\b", r"\bRBLN-CR\d+\b", aliases=("REBEL",)),
     # Furiosa ----------------------------------------------------------------------------
     _t("Furiosa-WARBOY", "furiosa", r"\bWARBOY\b", aliases=("WARBOY",)),
     _t("Furiosa-RNGD", "furiosa", r"\bRNGD\b", r"\bRENEGADE\b", aliases=("RNGD", "RENEGADE")),
+    # Other SKUs of furiosa-smi's Arch enum; separate types, not variants: a request for an
+    # RNGD must not land on a smaller or different part. Aliases are Ray's FURIOSA_<ARCH>.
+    _t("Furiosa-RNGD-S", "furiosa", r"\bRNGD-?S\b", aliases=("RNGDS", "FURIOSA_RNGDS")),
+    _t("Furiosa-RNGD-Max", "furiosa", r"\bRNGD-?MAX\b", aliases=("RNGDMAX", "FURIOSA_RNGDMAX")),
+    _t(
+        "Furiosa-RNGD-Plus",
+        "furiosa",
+        r"\bRNGD(\+|-?PLUS\b)",
+        aliases=("RNGD+", "RNGDPLUS", "FURIOSA_RNGDPLUS"),
+    ),
     # Mobilint ---------------------------------------------------------------------------
     _t("Mobilint-ARIES", "mobilint", r"\bARIES\b", aliases=("ARIES",)),
     _t("Mobilint-REGULUS", "mobilint", r"\bREGULUS\b", aliases=("REGULUS",)),
@@ -295,7 +332,7 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         "Tenstorrent-Blackhole",
         "tenstorrent",
         r"\bBLACKHOLE\b",
-        r"\bP1[0-9]0\w?\b",
+        r"\bP[13][0-9]0\w?\b",
         aliases=("BLACKHOLE",),
     ),
     # Other AWS accelerators (catalog only: no node-side family) ---------------------------

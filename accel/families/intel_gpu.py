@@ -1,17 +1,197 @@
-"""Intel GPU accelerators. PLACEHOLDER: being implemented."""
+"""Intel discrete GPUs (Data Center GPU Max / Flex, Arc), found in the DRM sysfs tree.
+
+Each ``/sys/class/drm/card<N>`` whose PCI function has vendor ``0x8086`` and a display class
+is a candidate; connector entries (``card0-DP-1``) and the integrated GPU (always at PCI
+``0000:00:02.0``) are skipped. Devices are numbered in PCI address order, the order Level Zero
+uses with ``ZE_ENABLE_PCI_ID_DEVICE_ORDER``.
+
+Two variables restrict devices, in layers. ``ZE_AFFINITY_MASK`` (the Level Zero driver) keeps
+some devices first and the runtime numbers what is left from 0; ``ONEAPI_DEVICE_SELECTOR``
+(the SYCL runtime, syntax ``[!]backend:devices;...``) indexes into that. A worker gets
+``ONEAPI_DEVICE_SELECTOR=level_zero:<ids>`` as Ray sets it; an inherited ``ZE_AFFINITY_MASK``
+is left as it is.
+
+Ids are whole cards. A multi-tile card (Max 1550: two stacks) is one device here; its tile
+count is in ``details["tiles"]``.
+"""
 
 from __future__ import annotations
 
-from accel.families.base import AcceleratorFamily, Device
-from accel.probe import HostProbe
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from accel.families.base import NO_DEVICE_MARKERS, AcceleratorFamily, Device
+from accel.probe import HostProbe, natural_key
+
+INTEL_VENDOR_ID = "0x8086"
+INTEGRATED_GPU_ADDRESS = "0000:00:02.0"
+ONEAPI_DEVICE_SELECTOR = "ONEAPI_DEVICE_SELECTOR"
+ZE_AFFINITY_MASK = "ZE_AFFINITY_MASK"
+LEVEL_ZERO_BACKENDS = frozenset({"level_zero", "ext_oneapi_level_zero", "*"})
+ALL_DEVICES = frozenset({"*", "gpu"})
+NO_GPU_SELECTOR = "!*:gpu"
+"""Selector for a worker given no GPU: every backend's GPUs excluded."""
+
+# PCI device id -> (canonical type, vendor model string); from Intel's compute-runtime tables.
+INTEL_GPU_MODELS: dict[int, tuple[str, str]] = {
+    0x0BD5: ("Intel-GPU-Max-1550", "Intel(R) Data Center GPU Max 1550"),
+    0x0BD6: ("Intel-GPU-Max-1550", "Intel(R) Data Center GPU Max 1550"),
+    0x0BD1: ("Intel-GPU-Max-1450", "Intel(R) Data Center GPU Max 1450"),
+    0x0B69: ("Intel-GPU-Max-1450", "Intel(R) Data Center GPU Max 1450"),
+    0x0BD7: ("Intel-GPU-Max-1350", "Intel(R) Data Center GPU Max 1350"),
+    0x0BD8: ("Intel-GPU-Max-1350", "Intel(R) Data Center GPU Max 1350"),
+    0x0BD9: ("Intel-GPU-Max-1100", "Intel(R) Data Center GPU Max 1100"),
+    0x0BDA: ("Intel-GPU-Max-1100", "Intel(R) Data Center GPU Max 1100"),
+    0x0BDB: ("Intel-GPU-Max-1100", "Intel(R) Data Center GPU Max 1100"),
+    0x56C0: ("Intel-GPU-Flex-170", "Intel(R) Data Center GPU Flex 170"),
+    0x56C1: ("Intel-GPU-Flex-140", "Intel(R) Data Center GPU Flex 140"),
+    0x56A0: ("Intel-GPU-Arc-A770", "Intel(R) Arc(TM) A770 Graphics"),
+    0xE20B: ("Intel-GPU-Arc-B580", "Intel(R) Arc(TM) B580 Graphics"),
+}
 
 
 class IntelGpu(AcceleratorFamily):
     name = "intel_gpu"
     display_name = "Intel GPU"
     resource_name = "GPU"
-    visible_env_var = 'ONEAPI_DEVICE_SELECTOR'
+    visible_env_var = ONEAPI_DEVICE_SELECTOR
     allows_fractions = True
 
     def probe_devices(self, probe: HostProbe) -> list[Device]:
-        return []
+        """Discrete Intel GPUs, after ``ZE_AFFINITY_MASK`` and ``!`` selector exclusions."""
+        devices = sorted(
+            (d for card in _cards(probe) if (d := _card_device(probe, card)) is not None),
+            key=lambda d: natural_key(d.details["pci_bus_id"]),
+        )
+        mask = probe.env.get(ZE_AFFINITY_MASK, "").strip()
+        if mask:
+            wanted = _root_ids(mask.split(","))
+            devices = [devices[int(i)] for i in wanted if int(i) < len(devices)]
+        devices = [replace(d, index=i, id=str(i)) for i, d in enumerate(devices)]
+        excluded = _excluded_ids(probe.env.get(ONEAPI_DEVICE_SELECTOR, ""))
+        if excluded is None:
+            return []
+        return [d for d in devices if d.id not in excluded]
+
+    def visible_ids(self, env: Mapping[str, str]) -> list[str] | None:
+        """Level Zero ids the selector keeps; ``None`` when unset or selecting every GPU."""
+        if ONEAPI_DEVICE_SELECTOR not in env:
+            return None
+        value = env[ONEAPI_DEVICE_SELECTOR].strip()
+        if value in NO_DEVICE_MARKERS:
+            return []
+        terms = [t.strip() for t in value.split(";") if t.strip()]
+        if terms and all(t.startswith("!") for t in terms):
+            return None  # only exclusions: every other device stays (applied at probe time)
+        return _selected_ids(value)
+
+    def visible_devices_env(
+        self, ids: Sequence[str], node_device_count: int
+    ) -> dict[str, str | None]:
+        if not ids:
+            return {ONEAPI_DEVICE_SELECTOR: NO_GPU_SELECTOR}
+        return {ONEAPI_DEVICE_SELECTOR: "level_zero:" + ",".join(ids)}
+
+
+def _cards(probe: HostProbe) -> list[str]:
+    """DRM card entries, without connectors such as ``card0-DP-1``."""
+    return [
+        name
+        for name in probe.listdir("/sys/class/drm")
+        if name.startswith("card") and name[4:].isdigit()
+    ]
+
+
+def _card_device(probe: HostProbe, card: str) -> Device | None:
+    base = f"/sys/class/drm/{card}"
+    if (probe.read_text(f"{base}/device/vendor") or "").lower() != INTEL_VENDOR_ID:
+        return None
+    if not (probe.read_text(f"{base}/device/class") or "0x03").startswith("0x03"):
+        return None
+    bus_id = _bus_id(probe, f"{base}/device")
+    if bus_id is None or bus_id == INTEGRATED_GPU_ADDRESS:
+        return None
+    device_id = _hex(probe.read_text(f"{base}/device/device"))
+    accelerator_type, model = INTEL_GPU_MODELS.get(device_id or -1, (None, None))
+    details: dict[str, Any] = {"pci_bus_id": bus_id, "drm_card": card}
+    if device_id is not None:
+        details["pci_device_id"] = f"0x{device_id:04x}"
+    tiles = len(probe.glob(f"{base}/gt/gt*")) or len(probe.glob(f"{base}/device/tile*"))
+    if tiles:
+        details["tiles"] = tiles
+    return Device(
+        index=0,
+        id="",
+        model=model or f"Intel GPU [8086:{device_id or 0:04x}]",
+        accelerator_type=accelerator_type,
+        memory_mib=_memory_mib(probe, base),
+        details=details,
+    )
+
+
+def _bus_id(probe: HostProbe, device_dir: str) -> str | None:
+    """The PCI address a ``device`` link points at, from its ``uevent`` ``PCI_SLOT_NAME``."""
+    for line in (probe.read_text(f"{device_dir}/uevent") or "").splitlines():
+        key, _, value = line.partition("=")
+        if key == "PCI_SLOT_NAME" and value:
+            return value.lower()
+    name = probe.path(device_dir).resolve().name
+    return name.lower() if name.count(":") == 2 else None
+
+
+def _memory_mib(probe: HostProbe, card_dir: str) -> int | None:
+    """Local memory: i915 ``lmem_total_bytes``, else the xe driver's per-tile VRAM sizes."""
+    total = _int(probe.read_text(f"{card_dir}/lmem_total_bytes"))
+    if not total:
+        sizes = probe.glob(f"{card_dir}/device/tile*/physical_vram_size_bytes")
+        total = sum(_int(probe.read_text(path)) or 0 for path in sizes)
+    return total // (1024 * 1024) or None
+
+
+def _terms(value: str, negative: bool) -> list[list[str]]:
+    """Device specs of the Level Zero terms of a selector, positive or ``!`` negative ones."""
+    found: list[list[str]] = []
+    for term in value.split(";"):
+        term = term.strip()
+        backend, sep, devices = term.lstrip("!").partition(":")
+        if term.startswith("!") == negative and sep and backend.lower() in LEVEL_ZERO_BACKENDS:
+            found.append([s.strip().lower() for s in devices.split(",") if s.strip()])
+    return found
+
+
+def _selected_ids(value: str) -> list[str] | None:
+    """Ids the positive terms select, in selector order; ``None`` for "every GPU"."""
+    ids: list[str] = []
+    for specs in _terms(value, negative=False):
+        if ALL_DEVICES.intersection(specs):
+            return None
+        ids.extend(_root_ids(specs))
+    return list(dict.fromkeys(ids))
+
+
+def _excluded_ids(value: str) -> set[str] | None:
+    """Ids the ``!`` terms exclude; ``None`` when they exclude every GPU."""
+    ids: set[str] = set()
+    for specs in _terms(value, negative=True):
+        if ALL_DEVICES.intersection(specs):
+            return None
+        ids.update(_root_ids(specs))
+    return ids
+
+
+def _root_ids(specs: Sequence[str]) -> list[str]:
+    """Card ids of ``N``, ``N.M`` and ``N.*`` specs (a sub-device keeps its card)."""
+    roots = [spec.strip().partition(".")[0] for spec in specs]
+    return [root for root in dict.fromkeys(roots) if root.isdigit()]
+
+
+def _hex(text: str | None) -> int | None:
+    try:
+        return int(text, 16) if text else None
+    except ValueError:
+        return None
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() else None

@@ -1,17 +1,58 @@
-"""Mobilint accelerators. PLACEHOLDER: being implemented."""
+"""Mobilint NPUs (ARIES cards, REGULUS SoCs), found by the kernel driver's device nodes.
+
+The driver creates ``/dev/aries<N>`` for each ARIES card and ``/dev/regulus-npu<N>`` for each
+REGULUS NPU; ``/dev/regulus`` and ``/dev/regulus-usb`` are auxiliary nodes, not NPUs. The qb
+Runtime numbers devices by that ``N`` and reads ``QBRUNTIME_VISIBLE_DEVICES`` to decide which
+it may open. Neither the driver nor the runtime names the model beyond the family, so the type
+is the family (Ray's ``MOBILINT_ARIES`` / ``MOBILINT_REGULUS``).
+"""
 
 from __future__ import annotations
 
+import re
+
 from accel.families.base import AcceleratorFamily, Device
+from accel.names import resolve_model
 from accel.probe import HostProbe
+
+# Device-node name -> family.
+DEVICE_NODES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^aries(\d+)$"), "ARIES"),
+    (re.compile(r"^regulus-npu(\d+)$"), "REGULUS"),
+)
+RAY_NOSET_ENV_VAR = "RAY_EXPERIMENTAL_NOSET_MBLT_RT_VISIBLE_DEVICES"
 
 
 class MobilintNpu(AcceleratorFamily):
     name = "mobilint"
     display_name = "Mobilint"
     resource_name = "MBLT"
-    visible_env_var = 'QBRUNTIME_VISIBLE_DEVICES'
+    visible_env_var = "QBRUNTIME_VISIBLE_DEVICES"
     allows_fractions = False
 
+    @property
+    def noset_env_vars(self) -> tuple[str, ...]:
+        """Ours, plus the name Ray's Mobilint manager actually reads."""
+        return (*super().noset_env_vars, RAY_NOSET_ENV_VAR)
+
     def probe_devices(self, probe: HostProbe) -> list[Device]:
-        return []
+        """One device per ``/dev/aries<N>`` or ``/dev/regulus-npu<N>`` node."""
+        found: dict[int, tuple[str, str]] = {}
+        for name in probe.listdir("/dev"):
+            for pattern, family in DEVICE_NODES:
+                if (match := pattern.match(name)) and int(match.group(1)) not in found:
+                    found[int(match.group(1))] = (family, name)
+        devices = []
+        for position, number in enumerate(sorted(found)):
+            family, node = found[number]
+            entry = resolve_model(family, family="mobilint")
+            devices.append(
+                Device(
+                    index=position,
+                    id=str(number),
+                    model=f"Mobilint {family}",
+                    accelerator_type=entry.name if entry else None,
+                    details={"device_node": f"/dev/{node}"},
+                )
+            )
+        return devices

@@ -1,17 +1,117 @@
-"""Rebellions accelerators. PLACEHOLDER: being implemented."""
+"""Rebellions NPUs (ATOM, ATOM+, ATOM-Max, REBEL), read from ``rbln-smi --json``.
+
+``rbln-smi`` (``rbln-stat`` before driver 3.x, same JSON) lists every die the driver exposes as
+``/dev/rbln<N>``: its card code (``RBLN-CA22``), UUID, board serial (``sid``, shared by the four
+dies of an ATOM-Max card), PCI address and memory in bytes. The runtime's ``RBLN_DEVICES`` takes
+the ``N`` of ``rbln<N>``; the JSON ``npu`` field is not that (it repeats per RSD group). Without
+the tool, each ``/dev/rbln<N>`` node is one NPU of unknown model.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
 from accel.families.base import AcceleratorFamily, Device
+from accel.names import resolve_model
 from accel.probe import HostProbe
+
+TOOLS = ("rbln-smi", "rbln-stat")
+TOOL_DIRS = ("/usr/local/bin", "/usr/bin")
+DEVICE_NODE = re.compile(r"^rbln(\d+)$")
+RAY_NOSET_ENV_VAR = "RAY_EXPERIMENTAL_NOSET_RBLN_RT_VISIBLE_DEVICES"
 
 
 class RebellionsNpu(AcceleratorFamily):
     name = "rebellions"
     display_name = "Rebellions"
     resource_name = "RBLN"
-    visible_env_var = 'RBLN_DEVICES'
+    visible_env_var = "RBLN_DEVICES"
     allows_fractions = False
 
+    @property
+    def noset_env_vars(self) -> tuple[str, ...]:
+        """Ours, plus the name Ray's Rebellions manager actually reads."""
+        return (*super().noset_env_vars, RAY_NOSET_ENV_VAR)
+
     def probe_devices(self, probe: HostProbe) -> list[Device]:
-        return []
+        """Dies listed by ``rbln-smi --json``; without the tool, ``/dev/rbln<N>`` nodes."""
+        return _from_tool(probe) or _from_device_nodes(probe)
+
+
+def _from_tool(probe: HostProbe) -> list[Device]:
+    for tool_name in TOOLS:
+        tool = probe.which(tool_name, TOOL_DIRS)
+        if tool is None:
+            continue
+        result = probe.run([tool, "--json"])
+        if result is None or result.returncode != 0:
+            continue
+        try:
+            report = json.loads(result.stdout)
+        except ValueError:
+            continue
+        entries = report.get("devices") if isinstance(report, dict) else None
+        if isinstance(entries, list):
+            devices = [d for e in entries if isinstance(e, dict) and (d := _device(e))]
+            devices.sort(key=lambda device: int(device.id))
+            return [replace(device, index=i) for i, device in enumerate(devices)]
+    return []
+
+
+def _device(entry: Mapping[str, Any]) -> Device | None:
+    number = _device_number(entry)
+    if number is None:
+        return None
+    model = str(entry.get("name") or "Rebellions NPU")
+    resolved = resolve_model(model, family="rebellions")
+    pci = entry.get("pci") if isinstance(entry.get("pci"), dict) else {}
+    details = {
+        "device_node": f"/dev/rbln{number}",
+        "serial": entry.get("sid"),
+        "pci_bus_id": str(pci.get("bus_id", "")).lower() or None,
+        "pci_device_id": pci.get("dev"),
+        "numa_node": pci.get("numa_node"),
+        "firmware": entry.get("fw_ver"),
+        "status": entry.get("status"),
+    }
+    return Device(
+        index=0,
+        id=str(number),
+        model=model,
+        accelerator_type=resolved.name if resolved else None,
+        uuid=str(entry["uuid"]) if entry.get("uuid") else None,
+        memory_mib=_memory_mib(entry.get("memory")),
+        details={key: value for key, value in details.items() if value not in (None, "")},
+    )
+
+
+def _device_number(entry: Mapping[str, Any]) -> int | None:
+    """``N`` of the ``rbln<N>`` node the die is; ``None`` for an entry without one."""
+    match = DEVICE_NODE.match(str(entry.get("device", "")))
+    return int(match.group(1)) if match else None
+
+
+def _memory_mib(memory: object) -> int | None:
+    """Total device memory; ``rbln-smi`` prints bytes as a decimal string."""
+    if not isinstance(memory, dict):
+        return None
+    total = str(memory.get("total", "")).strip()
+    return int(total) // (1024 * 1024) if total.isdigit() and int(total) else None
+
+
+def _from_device_nodes(probe: HostProbe) -> list[Device]:
+    numbers = [int(m.group(1)) for n in probe.listdir("/dev") if (m := DEVICE_NODE.match(n))]
+    return [
+        Device(
+            index=position,
+            id=str(number),
+            model="Rebellions NPU",
+            accelerator_type=None,
+            details={"device_node": f"/dev/rbln{number}"},
+        )
+        for position, number in enumerate(sorted(numbers))
+    ]

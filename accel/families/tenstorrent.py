@@ -1,17 +1,104 @@
-"""Tenstorrent accelerators. PLACEHOLDER: being implemented."""
+"""Tenstorrent accelerators (Grayskull, Wormhole, Blackhole), found through tt-kmd.
+
+tt-kmd creates ``/dev/tenstorrent/<N>`` per PCIe-attached chip, which is what tt-metal opens
+and what ``TT_VISIBLE_DEVICES`` numbers. Its sysfs node ``/sys/class/tenstorrent/
+tenstorrent!<N>`` carries the board type (``tt_card_type``: ``n150``, ``n300``, ``p150a``...),
+the board serial (``tt_serial``) and a ``device`` link to the PCI function, whose device id
+names the chip architecture. Everything is read from sysfs: ``tt-smi`` would open the chips,
+which disturbs running workloads.
+"""
 
 from __future__ import annotations
 
+import re
+
 from accel.families.base import AcceleratorFamily, Device
+from accel.names import resolve_model
 from accel.probe import HostProbe
+
+DEV_DIR = "/dev/tenstorrent"
+SYSFS_CLASS = "/sys/class/tenstorrent"
+TENSTORRENT_VENDOR_ID = 0x1E52
+RAY_NOSET_ENV_VAR = "RAY_EXPERIMENTAL_NOSET_TENSTORRENT_VISIBLE_DEVICES"
+
+# PCI device id -> canonical type.
+PCI_DEVICE_TYPES: dict[int, str] = {
+    0xFACA: "Tenstorrent-Grayskull",
+    0x401E: "Tenstorrent-Wormhole",
+    0xB140: "Tenstorrent-Blackhole",
+}
+# Device memory per PCIe-attached chip by board type (GDDR6; n300 is two Wormhole chips behind
+# one PCIe function). Board types not listed report no memory.
+CARD_MEMORY_MIB: dict[str, int] = {
+    "n150": 12 * 1024,
+    "n300": 24 * 1024,
+    "p100": 28 * 1024,
+    "p100a": 28 * 1024,
+    "p150a": 32 * 1024,
+    "p150b": 32 * 1024,
+    "p150c": 32 * 1024,
+}
+_ARCH_NAMES = {name: name.split("-", 1)[1] for name in PCI_DEVICE_TYPES.values()}
 
 
 class TenstorrentNpu(AcceleratorFamily):
     name = "tenstorrent"
     display_name = "Tenstorrent"
     resource_name = "TTNPU"
-    visible_env_var = 'TT_VISIBLE_DEVICES'
+    visible_env_var = "TT_VISIBLE_DEVICES"
     allows_fractions = False
 
+    @property
+    def noset_env_vars(self) -> tuple[str, ...]:
+        """Ours, plus the name Ray's Tenstorrent manager actually reads."""
+        return (*super().noset_env_vars, RAY_NOSET_ENV_VAR)
+
     def probe_devices(self, probe: HostProbe) -> list[Device]:
-        return []
+        """One device per ``/dev/tenstorrent/<N>``, described by its sysfs node."""
+        numbers = sorted(int(name) for name in probe.listdir(DEV_DIR) if name.isdigit())
+        return [_device(probe, position, number) for position, number in enumerate(numbers)]
+
+
+def _device(probe: HostProbe, position: int, number: int) -> Device:
+    node = f"{SYSFS_CLASS}/tenstorrent!{number}"
+    card = (probe.read_text(f"{node}/tt_card_type") or "").lower()
+    card = "" if card == "unknown" else card
+    pci_id = _hex(probe.read_text(f"{node}/device/device"))
+    vendor = _hex(probe.read_text(f"{node}/device/vendor"))
+    canonical = PCI_DEVICE_TYPES.get(pci_id) if vendor == TENSTORRENT_VENDOR_ID else None
+    if canonical is None and card and (entry := resolve_model(card, family="tenstorrent")):
+        canonical = entry.name
+    arch = _ARCH_NAMES.get(canonical or "", "")
+    details = {
+        "device_node": f"{DEV_DIR}/{number}",
+        "board_type": card,
+        "pci_bus_id": _bus_id(probe, f"{node}/device"),
+        "pci_device_id": f"0x{pci_id:04x}" if pci_id is not None else None,
+        "firmware": probe.read_text(f"{node}/tt_fw_bundle_ver"),
+    }
+    serial = probe.read_text(f"{node}/tt_serial")
+    return Device(
+        index=position,
+        id=str(number),
+        model=" ".join(part for part in ("Tenstorrent", arch, card) if part),
+        accelerator_type=canonical,
+        uuid=serial or None,
+        memory_mib=CARD_MEMORY_MIB.get(card),
+        details={key: value for key, value in details.items() if value},
+    )
+
+
+def _hex(text: str | None) -> int | None:
+    try:
+        return int(text, 16) if text else None
+    except ValueError:
+        return None
+
+
+def _bus_id(probe: HostProbe, link: str) -> str | None:
+    """The PCI address the sysfs ``device`` link points at (``0000:01:00.0``)."""
+    try:
+        name = probe.path(link).resolve(strict=True).name
+    except OSError:
+        return None
+    return name if re.fullmatch(r"[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", name) else None
