@@ -267,3 +267,53 @@ def test_host_root_points_detection_at_another_tree(node_env):
     report = json.loads(autoscale("node", "detect", "--json", env=node_env).stdout)
     assert report["resources"]["CPU"] == 64
     assert report["resources"]["memory"] == 1024**3
+
+
+def test_detect_and_run_on_an_amd_host_tree(node_env):
+    """The real CLI against a fake host tree: KFD topology of four MI300X GPUs."""
+    from tests.fakes.gpu_trees import install_amd
+    from tests.fakes.host import FakeHost
+
+    install_amd(FakeHost(Path(node_env["AUTOSCALE_HOST_ROOT"])), count=4, model="MI300X")
+    del node_env["AUTOSCALE_NODE_RESOURCES"]
+    report = json.loads(autoscale("node", "detect", "--json", env=node_env).stdout)
+    assert report["resources"]["GPU"] == 4
+    assert report["device_pools"]["GPU"]["family"] == "amd"
+    assert "accelerator_type:AMD-Instinct-MI300X" in report["resources"]
+    done = autoscale(
+        "node",
+        "run",
+        "--resources",
+        '{"GPU": 2}',
+        "--",
+        sys.executable,
+        "-c",
+        "import os; print(os.environ['HIP_VISIBLE_DEVICES'])",
+        env=node_env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0,1"
+
+
+def test_tpu_sub_host_run_gets_chips_and_bounds(node_env):
+    from tests.fakes.host import FakeHost
+    from tests.fakes.tpu_trees import install_tpu_host
+
+    install_tpu_host(FakeHost(Path(node_env["AUTOSCALE_HOST_ROOT"])), "v4-8", chips=4, via=None)
+    del node_env["AUTOSCALE_NODE_RESOURCES"]
+    node_env.update(TPU_ACCELERATOR_TYPE="v4-8", TPU_WORKER_ID="0", TPU_NAME="my-tpu")
+    show = (
+        "import os; print(os.environ['TPU_VISIBLE_CHIPS'], "
+        "os.environ.get('TPU_CHIPS_PER_HOST_BOUNDS'), os.environ.get('TPU_HOST_BOUNDS'))"
+    )
+    two = autoscale(
+        "node", "run", "--resources", '{"TPU": 2}', "--", sys.executable, "-c", show, env=node_env
+    )
+    assert two.stdout.split() == ["0,1", "1,2,1", "1,1,1"], two.stderr
+    whole = autoscale(
+        "node", "run", "--resources", '{"TPU": 4}', "--", sys.executable, "-c", show, env=node_env
+    )
+    assert whole.stdout.split() == ["0,1,2,3", "None", "None"], whole.stderr
+    bad = autoscale("node", "run", "--resources", '{"TPU": 3}', "--", "true", env=node_env)
+    assert bad.returncode == 2
+    assert "1, 2, 4" in bad.stderr
