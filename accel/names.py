@@ -465,6 +465,14 @@ def resolve_model(
     return entry
 
 
+def resolve_type(
+    model: str, family: str | None = None, memory_mib: float | None = None
+) -> str | None:
+    """The name of :func:`resolve_model`'s type, ``None`` when the model is unknown."""
+    entry = resolve_model(model, family, memory_mib)
+    return entry.name if entry else None
+
+
 def _memory_variant(entry: AcceleratorType, memory_mib: float) -> AcceleratorType | None:
     variants = [
         v for v in ACCELERATOR_TYPES if v.generic == entry.name and v.memory_gib is not None

@@ -47,7 +47,9 @@ MetadataReader = Callable[[str, float], str | None]
 
 def natural_key(text: str) -> list[Any]:
     """Sort key that orders ``accel10`` after ``accel2``."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+    # Odd positions of the split are the digit runs; ``str.isdigit`` would also take "²".
+    parts = re.split(r"(\d+)", text)
+    return [int(part) if position % 2 else part for position, part in enumerate(parts)]
 
 
 def _run_subprocess(argv: Sequence[str], timeout: float) -> CommandResult | None:
@@ -127,7 +129,23 @@ class HostProbe:
         return self.root / host_path.lstrip("/")
 
     def exists(self, host_path: str) -> bool:
-        return self.path(host_path).exists()
+        try:
+            return self.path(host_path).exists()
+        except OSError:
+            return False
+
+    def is_dir(self, host_path: str) -> bool:
+        try:
+            return self.path(host_path).is_dir()
+        except OSError:
+            return False
+
+    def link_target_name(self, host_path: str) -> str | None:
+        """Name of the file a link (chain) ends at, e.g. the PCI address of a ``device`` link."""
+        try:
+            return self.path(host_path).resolve(strict=True).name
+        except (OSError, RuntimeError):  # missing, or a link loop
+            return None
 
     def read_text(self, host_path: str) -> str | None:
         """A file's text, stripped, or ``None`` if it cannot be read."""
@@ -157,9 +175,13 @@ class HostProbe:
         """Find an executable in vendor install folders below the root, then on PATH."""
         for host_dir in extra_dirs:
             candidate = self.path(f"{host_dir.rstrip('/')}/{name}")
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return str(candidate)
-        return shutil.which(name, path=self.env.get("PATH"))
+            try:
+                if candidate.is_file() and os.access(candidate, os.X_OK):
+                    return str(candidate)
+            except OSError:
+                continue
+        # Never None: shutil.which would then search this process's own PATH.
+        return shutil.which(name, path=self.env.get("PATH", os.defpath))
 
     def run(self, argv: Sequence[str], timeout: float | None = None) -> CommandResult | None:
         """Run a command with a timeout; ``None`` if it is missing, hangs or cannot start."""

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-GOOGLE_PCI_VENDOR_ID = "0x1ae0"
+GOOGLE_PCI_VENDOR_ID = 0x1AE0
 MULTI_HOST_CHIPS_PER_HOST = 4
 """Chips on each host of a slice spanning several hosts, whatever the generation."""
 

@@ -20,7 +20,9 @@ from dataclasses import replace
 from typing import Any
 
 from accel.families.base import AcceleratorFamily, Device, parse_id_list
-from accel.names import resolve_model
+from accel.families.sysfs import numbered_nodes, read_hex
+from accel.families.values import bytes_to_mib, parse_int
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
@@ -73,8 +75,8 @@ class AmdGpu(AcceleratorFamily):
         """GPU agents of the KFD topology, after ``ROCR_VISIBLE_DEVICES``, with HIP ids."""
         devices = [
             device
-            for node in probe.listdir(KFD_NODES)
-            if node.isdigit() and (device := _gpu_node(probe, node)) is not None
+            for node, _ in numbered_nodes(probe, KFD_NODES)
+            if (device := _gpu_node(probe, node)) is not None
         ]
         devices = [replace(device, index=i, id=str(i)) for i, device in enumerate(devices)]
         if ROCR_VISIBLE_DEVICES in probe.env:
@@ -89,7 +91,7 @@ class AmdGpu(AcceleratorFamily):
         return None
 
 
-def _gpu_node(probe: HostProbe, node: str) -> Device | None:
+def _gpu_node(probe: HostProbe, node: int) -> Device | None:
     """One KFD node as a device (index and id set later), ``None`` for CPU or hidden nodes."""
     base = f"{KFD_NODES}/{node}"
     props = _parse_properties(probe.read_text(f"{base}/properties"))
@@ -99,12 +101,11 @@ def _gpu_node(probe: HostProbe, node: str) -> Device | None:
     render = f"/sys/class/drm/renderD{minor}/device" if minor else None
     if minor and probe.exists("/dev/dri") and not probe.exists(f"/dev/dri/renderD{minor}"):
         return None
-    device_id = props.get("device_id") or _hex(probe, render and f"{render}/device")
+    device_id = props.get("device_id") or (read_hex(probe, f"{render}/device") if render else None)
     product = probe.read_text(f"{render}/product_name") if render else None
     accelerator_type = AMD_DEVICE_TYPES.get(device_id) if device_id else None
     if accelerator_type is None and product:
-        found = resolve_model(product, family="amd")
-        accelerator_type = found.name if found else None
+        accelerator_type = resolve_type(product, family="amd")
     unique_id = props.get("unique_id", 0)
     return Device(
         index=0,
@@ -117,8 +118,8 @@ def _gpu_node(probe: HostProbe, node: str) -> Device | None:
     )
 
 
-def _details(node: str, props: Mapping[str, int], device_id: int | None) -> dict[str, Any]:
-    details: dict[str, Any] = {"kfd_node": int(node)}
+def _details(node: int, props: Mapping[str, int], device_id: int | None) -> dict[str, Any]:
+    details: dict[str, Any] = {"kfd_node": node}
     if device_id:
         details["pci_device_id"] = f"0x{device_id:04x}"
     if "location_id" in props:
@@ -138,17 +139,9 @@ def _parse_properties(text: str | None) -> dict[str, int]:
     values: dict[str, int] = {}
     for line in (text or "").splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit():
-            values[parts[0]] = int(parts[1])
+        if len(parts) == 2 and (value := parse_int(parts[1])) is not None:
+            values[parts[0]] = value
     return values
-
-
-def _hex(probe: HostProbe, path: str | None) -> int | None:
-    text = probe.read_text(path) if path else None
-    try:
-        return int(text, 16) if text else None
-    except ValueError:
-        return None
 
 
 def _memory_mib(probe: HostProbe, node_dir: str) -> int | None:
@@ -158,7 +151,7 @@ def _memory_mib(probe: HostProbe, node_dir: str) -> int | None:
         props = _parse_properties(probe.read_text(bank))
         if props.get("heap_type") in _FRAME_BUFFER_HEAPS:
             total += props.get("size_in_bytes", 0)
-    return total // (1024 * 1024) or None
+    return bytes_to_mib(total)
 
 
 def _bus_id(domain: int, location_id: int) -> str:

@@ -9,7 +9,9 @@ Mac reports an Intel CPU there and has no Apple GPU. Nothing runs on other syste
 from __future__ import annotations
 
 from accel.families.base import AcceleratorFamily, Device
-from accel.names import resolve_model
+from accel.families.tools import run_tool
+from accel.families.values import MIB, parse_int
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
 SYSCTL = "sysctl"
@@ -27,28 +29,19 @@ class AppleGpu(AcceleratorFamily):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         if probe.system != "Darwin":
             return []
-        chip, memory = [*_sysctl(probe), "", ""][:2]
+        output = run_tool(probe, SYSCTL, ("-n", *SYSCTL_KEYS), SYSCTL_DIRS) or ""
+        chip, memory = [*(line.strip() for line in output.splitlines()), "", ""][:2]
         if not chip.startswith("Apple"):
             return []
-        found = resolve_model(chip, family="apple")
         details: dict[str, int] = {}
-        if memory.isdigit():
-            details["unified_memory_mib"] = int(memory) // (1024 * 1024)
+        if (memory_bytes := parse_int(memory)) is not None:
+            details["unified_memory_mib"] = memory_bytes // MIB
         return [
             Device(
                 index=0,
                 id="0",
                 model=chip,
-                accelerator_type=found.name if found else None,
+                accelerator_type=resolve_type(chip, family="apple"),
                 details=details,
             )
         ]
-
-
-def _sysctl(probe: HostProbe) -> list[str]:
-    """Chip name and memory size (one value a line); empty if ``sysctl`` is missing or fails."""
-    exe = probe.which(SYSCTL, SYSCTL_DIRS)
-    result = probe.run([exe, "-n", *SYSCTL_KEYS]) if exe else None
-    if result is None or result.returncode != 0:
-        return []
-    return [line.strip() for line in result.stdout.splitlines()]

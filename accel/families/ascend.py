@@ -15,13 +15,15 @@ import re
 from dataclasses import dataclass, field, replace
 
 from accel.families.base import AcceleratorFamily, Device
-from accel.names import resolve_model
+from accel.families.sysfs import numbered_nodes
+from accel.families.tools import run_tool
+from accel.families.values import pci_address
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
 NPU_SMI = "npu-smi"
 NPU_SMI_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/local/Ascend/driver/tools")
-DEVICE_NODE = re.compile(r"^davinci(\d+)$")
-_BUS_ID = re.compile(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$")
+DEVICE_NODE_PREFIX = "davinci"
 _CARD = re.compile(r"^(\d+)\s+(\S+)$")
 _CHIP = re.compile(r"^(\d+)(?:\s+(\d+))?$")
 _USED_TOTAL = re.compile(r"(\d+)\s*/\s*(\d+)")
@@ -57,13 +59,8 @@ class HuaweiAscend(AcceleratorFamily):
 
 
 def _from_npu_smi(probe: HostProbe) -> list[Device]:
-    tool = probe.which(NPU_SMI, NPU_SMI_DIRS)
-    if tool is None:
-        return []
-    result = probe.run([tool, "info"])
-    if result is None or result.returncode != 0:
-        return []
-    return _devices_from_table(_parse_npu_smi_info(result.stdout))
+    output = run_tool(probe, NPU_SMI, ("info",), NPU_SMI_DIRS)
+    return _devices_from_table(_parse_npu_smi_info(output)) if output else []
 
 
 def _parse_npu_smi_info(text: str) -> list[_Card]:
@@ -75,21 +72,22 @@ def _parse_npu_smi_info(text: str) -> list[_Card]:
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if not line.lstrip().startswith("|") or len(cells) < 3:
             continue
-        if _BUS_ID.match(cells[1]) and cards and (chip := _CHIP.match(cells[0])):
-            cards[-1].chips.append(_chip_row(chip, cells))
+        bus_id = pci_address(cells[1])
+        if bus_id and cards and (chip := _CHIP.match(cells[0])):
+            cards[-1].chips.append(_chip_row(chip, bus_id, cells[2]))
         elif card := _CARD.match(cells[0]):
             cards.append(_Card(int(card.group(1)), card.group(2), cells[1]))
     return cards
 
 
-def _chip_row(chip: re.Match[str], cells: list[str]) -> _Chip:
-    pairs = _USED_TOTAL.findall(cells[2])
+def _chip_row(chip: re.Match[str], bus_id: str, usage: str) -> _Chip:
+    pairs = _USED_TOTAL.findall(usage)
     total_mb = int(pairs[-1][1]) if pairs else 0  # HBM is the last pair where there is HBM
     device_id = chip.group(2)
     return _Chip(
         chip_id=int(chip.group(1)),
         device_id=int(device_id) if device_id else None,
-        bus_id=cells[1].lower(),
+        bus_id=bus_id,
         memory_mib=total_mb or None,
     )
 
@@ -97,7 +95,7 @@ def _chip_row(chip: re.Match[str], cells: list[str]) -> _Chip:
 def _devices_from_table(cards: list[_Card]) -> list[Device]:
     devices: list[Device] = []
     for card in cards:
-        entry = resolve_model(card.name, family="ascend")
+        accelerator_type = resolve_type(card.name, family="ascend")
         for chip in card.chips:
             logic_id = chip.device_id if chip.device_id is not None else len(devices)
             devices.append(
@@ -105,7 +103,7 @@ def _devices_from_table(cards: list[_Card]) -> list[Device]:
                     index=len(devices),
                     id=str(logic_id),
                     model=f"Ascend{card.name}",
-                    accelerator_type=entry.name if entry else None,
+                    accelerator_type=accelerator_type,
                     memory_mib=chip.memory_mib,
                     details={
                         "npu_id": card.npu_id,
@@ -121,7 +119,7 @@ def _devices_from_table(cards: list[_Card]) -> list[Device]:
 
 def _from_device_nodes(probe: HostProbe) -> list[Device]:
     """One chip per ``/dev/davinci<N>``; the runtime numbers the chips it sees from 0."""
-    nodes = [name for name in probe.listdir("/dev") if DEVICE_NODE.match(name)]
+    nodes = [name for _, name in numbered_nodes(probe, "/dev", DEVICE_NODE_PREFIX)]
     return [
         Device(
             index=position,

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, ClassVar
 
+from accel.families.values import parse_int
 from accel.names import common_tokens, type_for_tokens
 from accel.probe import HostProbe
 
@@ -196,8 +197,9 @@ def parse_id_ranges(value: str) -> list[str]:
     ids: list[str] = []
     for part in parse_id_list(value):
         low, sep, high = part.partition("-")
-        if sep and low.isdigit() and high.isdigit():
-            ids.extend(str(i) for i in range(int(low), int(high) + 1))
+        first, last = parse_int(low), parse_int(high)
+        if sep and first is not None and last is not None:
+            ids.extend(str(i) for i in range(first, last + 1))
         else:
             ids.append(part)
     return ids

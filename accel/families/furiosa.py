@@ -14,14 +14,15 @@ architecture count such as ``warboy(2)*1`` names no particular device.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from accel.families.base import AcceleratorFamily, Device, parse_id_list
-from accel.names import resolve_model
+from accel.families.tools import run_json
+from accel.families.values import parse_int, pci_address
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
 FURIOSA_SMI = "furiosa-smi"
@@ -99,13 +100,11 @@ def normalise_arch(arch: str) -> str:
 
 def _device(index: int, arch: str, info: Mapping[str, Any]) -> Device:
     key = normalise_arch(arch)
-    canonical = ARCH_TYPES.get(key)
-    if canonical is None and (entry := resolve_model(arch, family="furiosa")) is not None:
-        canonical = entry.name
+    canonical = ARCH_TYPES.get(key) or resolve_type(arch, family="furiosa")
     details = {
         "device_node": info.get("device_node"),
         "serial": info.get("serial"),
-        "pci_bus_id": str(info.get("pci_bus_id") or "").lower() or None,
+        "pci_bus_id": pci_address(info.get("pci_bus_id")),
         "firmware": info.get("firmware"),
     }
     return Device(
@@ -120,17 +119,8 @@ def _device(index: int, arch: str, info: Mapping[str, Any]) -> Device:
 
 
 def _from_furiosa_smi(probe: HostProbe) -> list[Device]:
-    tool = probe.which(FURIOSA_SMI, TOOL_DIRS)
-    if tool is None:
-        return []
     for flag in ("--format", "--output"):
-        result = probe.run([tool, "info", flag, "json"])
-        if result is None or result.returncode != 0:
-            continue
-        try:
-            entries = json.loads(result.stdout)
-        except ValueError:
-            continue
+        entries = run_json(probe, FURIOSA_SMI, ("info", flag, "json"), TOOL_DIRS)
         if isinstance(entries, list):
             return [d for e in entries if isinstance(e, dict) and (d := _smi_device(e))]
     return []
@@ -138,8 +128,8 @@ def _from_furiosa_smi(probe: HostProbe) -> list[Device]:
 
 def _smi_device(entry: Mapping[str, Any]) -> Device | None:
     match = _DEV_NAME.match(str(entry.get("dev_name", "")))
-    index = match.group(1) if match else str(entry.get("index", ""))
-    if not index.isdigit():
+    index = parse_int(match.group(1) if match else entry.get("index"))
+    if index is None:
         return None
     info = {
         "device_node": entry.get("dev_name"),
@@ -148,7 +138,7 @@ def _smi_device(entry: Mapping[str, Any]) -> Device | None:
         "pci_bus_id": entry.get("pci_bdf"),
         "firmware": entry.get("firmware"),
     }
-    return _device(int(index), str(entry.get("arch", "")), info)
+    return _device(index, str(entry.get("arch", "")), info)
 
 
 def _from_device_files(probe: HostProbe) -> list[Device]:

@@ -16,26 +16,29 @@ from __future__ import annotations
 import re
 
 from accel.families.base import AcceleratorFamily, Device
-from accel.names import resolve_model
+from accel.families.sysfs import PCI_DEVICES, linked_pci_address, numbered_nodes, pci_device_id
+from accel.families.tools import run_tool
+from accel.families.values import parse_int, pci_address
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
+HL_SMI = "hl-smi"
 HL_SMI_QUERY = ("index", "module_id", "bus_id", "name", "memory.total", "uuid", "serial")
-HABANA_PCI_VENDOR_ID = "0x1da3"
+HABANA_PCI_VENDOR_ID = 0x1DA3
 GAUDI_PCI_TYPES = {
-    "0x1000": "Intel-GAUDI1",
-    "0x1001": "Intel-GAUDI1",  # HL-2000M
-    "0x1010": "Intel-GAUDI1",  # secured
-    "0x1011": "Intel-GAUDI1",
-    "0x1020": "Intel-GAUDI2",
-    "0x1021": "Intel-GAUDI2",  # HL-288 PCIe card
-    "0x1060": "Intel-GAUDI3",
-    "0x1062": "Intel-GAUDI3",  # single die
-    "0x1063": "Intel-GAUDI3",  # HL-338 PCIe card
+    0x1000: "Intel-GAUDI1",
+    0x1001: "Intel-GAUDI1",  # HL-2000M
+    0x1010: "Intel-GAUDI1",  # secured
+    0x1011: "Intel-GAUDI1",
+    0x1020: "Intel-GAUDI2",
+    0x1021: "Intel-GAUDI2",  # HL-288 PCIe card
+    0x1060: "Intel-GAUDI3",
+    0x1062: "Intel-GAUDI3",  # single die
+    0x1063: "Intel-GAUDI3",  # HL-338 PCIe card
 }
 """habanalabs driver PCI ids -> canonical type. Goya (``0x0001``) is an inference chip, not a
 Gaudi, and is not an HPU."""
 
-_ACCEL_NODE = re.compile(r"^accel(\d+)$")
 _LEADING_INT = re.compile(r"^\s*(\d+)")
 _MISSING = frozenset({"", "N/A", "[N/A]", "NA"})
 
@@ -48,23 +51,20 @@ class IntelGaudi(AcceleratorFamily):
     allows_fractions = False
 
     def probe_devices(self, probe: HostProbe) -> list[Device]:
-        exe = probe.which("hl-smi")
-        devices = _hl_smi_devices(probe, exe) if exe else _sysfs_devices(probe)
+        devices = _hl_smi_devices(probe) if probe.which(HL_SMI) else _sysfs_devices(probe)
         devices.sort(key=lambda device: int(device.id))
         return devices
 
 
-def _hl_smi_devices(probe: HostProbe, exe: str) -> list[Device]:
+def _hl_smi_devices(probe: HostProbe) -> list[Device]:
     """``hl-smi -Q index,module_id,... -f csv,noheader``: one CSV row per device."""
-    result = probe.run([exe, "-Q", ",".join(HL_SMI_QUERY), "-f", "csv,noheader"])
-    if result is None or result.returncode != 0:
-        return []
+    output = run_tool(probe, HL_SMI, ("-Q", ",".join(HL_SMI_QUERY), "-f", "csv,noheader"))
     devices = []
-    for line in result.stdout.splitlines():
+    for line in (output or "").splitlines():
         row = dict(zip(HL_SMI_QUERY, (cell.strip() for cell in line.split(",")), strict=False))
-        if len(row) != len(HL_SMI_QUERY) or not row["module_id"].isdigit():
+        if len(row) != len(HL_SMI_QUERY) or parse_int(row["module_id"]) is None:
             continue
-        bus_id = _value(row["bus_id"])
+        bus_id = pci_address(row["bus_id"])
         memory = _LEADING_INT.match(row["memory.total"])
         devices.append(
             Device(
@@ -83,22 +83,21 @@ def _hl_smi_devices(probe: HostProbe, exe: str) -> list[Device]:
 def _sysfs_devices(probe: HostProbe) -> list[Device]:
     """habanalabs devices in ``/sys/class/accel`` (kernel 6.2+ compute-accelerator class)."""
     devices = []
-    for node in probe.listdir("/sys/class/accel"):
-        accel = _ACCEL_NODE.match(node)
+    for number, node in numbered_nodes(probe, "/sys/class/accel", "accel"):
         pci_dir = f"/sys/class/accel/{node}/device"
-        vendor = probe.read_text(f"{pci_dir}/vendor")
-        type_name = GAUDI_PCI_TYPES.get((probe.read_text(f"{pci_dir}/device") or "").lower())
-        if not accel or (vendor or "").lower() != HABANA_PCI_VENDOR_ID or not type_name:
+        type_name = GAUDI_PCI_TYPES.get(pci_device_id(probe, pci_dir, HABANA_PCI_VENDOR_ID))
+        if not type_name:
             continue
         module_id = probe.read_text(f"{pci_dir}/module_id")
+        bus_id = pci_address(probe.read_text(f"{pci_dir}/pci_addr"))
         devices.append(
             Device(
                 index=len(devices),
-                id=module_id if module_id and module_id.isdigit() else accel.group(1),
+                id=module_id if parse_int(module_id) is not None else str(number),
                 model=probe.read_text(f"{pci_dir}/device_type") or type_name,
                 accelerator_type=type_name,
                 details=_details(
-                    probe.read_text(f"{pci_dir}/pci_addr") or probe.path(pci_dir).resolve().name,
+                    bus_id or linked_pci_address(probe, pci_dir),
                     _value(probe.read_text(f"{pci_dir}/serial_number")),
                     device_node=f"/dev/accel/{node}",
                 ),
@@ -110,13 +109,11 @@ def _sysfs_devices(probe: HostProbe) -> list[Device]:
 def _type_name(probe: HostProbe, bus_id: str | None, model: str) -> str | None:
     """Canonical type from the PCI device id, else from the product name."""
     if bus_id:
-        pci_dir = f"/sys/bus/pci/devices/{bus_id.lower()}"
-        if (probe.read_text(f"{pci_dir}/vendor") or "").lower() == HABANA_PCI_VENDOR_ID:
-            found = GAUDI_PCI_TYPES.get((probe.read_text(f"{pci_dir}/device") or "").lower())
-            if found:
-                return found
-    resolved = resolve_model(model, family="gaudi")
-    return resolved.name if resolved else None
+        pci_dir = f"{PCI_DEVICES}/{bus_id}"
+        found = GAUDI_PCI_TYPES.get(pci_device_id(probe, pci_dir, HABANA_PCI_VENDOR_ID))
+        if found:
+            return found
+    return resolve_type(model, family="gaudi")
 
 
 def _details(bus_id: str | None, serial: str | None, **extra: str) -> dict[str, str]:

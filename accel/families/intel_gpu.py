@@ -22,9 +22,12 @@ from dataclasses import replace
 from typing import Any
 
 from accel.families.base import NO_DEVICE_MARKERS, AcceleratorFamily, Device
+from accel.families.sysfs import linked_pci_address, numbered_nodes, read_hex
+from accel.families.values import bytes_to_mib, parse_int, pci_address
 from accel.probe import HostProbe, natural_key
 
-INTEL_VENDOR_ID = "0x8086"
+INTEL_VENDOR_ID = 0x8086
+DISPLAY_CLASS = 0x03
 INTEGRATED_GPU_ADDRESS = "0000:00:02.0"
 ONEAPI_DEVICE_SELECTOR = "ONEAPI_DEVICE_SELECTOR"
 ZE_AFFINITY_MASK = "ZE_AFFINITY_MASK"
@@ -61,7 +64,11 @@ class IntelGpu(AcceleratorFamily):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         """Discrete Intel GPUs, after ``ZE_AFFINITY_MASK`` and ``!`` selector exclusions."""
         devices = sorted(
-            (d for card in _cards(probe) if (d := _card_device(probe, card)) is not None),
+            (
+                device
+                for _, card in numbered_nodes(probe, "/sys/class/drm", "card")
+                if (device := _card_device(probe, card)) is not None
+            ),
             key=lambda d: natural_key(d.details["pci_bus_id"]),
         )
         mask = probe.env.get(ZE_AFFINITY_MASK, "").strip()
@@ -94,25 +101,17 @@ class IntelGpu(AcceleratorFamily):
         return {ONEAPI_DEVICE_SELECTOR: "level_zero:" + ",".join(ids)}
 
 
-def _cards(probe: HostProbe) -> list[str]:
-    """DRM card entries, without connectors such as ``card0-DP-1``."""
-    return [
-        name
-        for name in probe.listdir("/sys/class/drm")
-        if name.startswith("card") and name[4:].isdigit()
-    ]
-
-
 def _card_device(probe: HostProbe, card: str) -> Device | None:
     base = f"/sys/class/drm/{card}"
-    if (probe.read_text(f"{base}/device/vendor") or "").lower() != INTEL_VENDOR_ID:
+    if read_hex(probe, f"{base}/device/vendor") != INTEL_VENDOR_ID:
         return None
-    if not (probe.read_text(f"{base}/device/class") or "0x03").startswith("0x03"):
+    pci_class = read_hex(probe, f"{base}/device/class")
+    if pci_class is not None and pci_class >> 16 != DISPLAY_CLASS:
         return None
     bus_id = _bus_id(probe, f"{base}/device")
     if bus_id is None or bus_id == INTEGRATED_GPU_ADDRESS:
         return None
-    device_id = _hex(probe.read_text(f"{base}/device/device"))
+    device_id = read_hex(probe, f"{base}/device/device")
     accelerator_type, model = INTEL_GPU_MODELS.get(device_id or -1, (None, None))
     details: dict[str, Any] = {"pci_bus_id": bus_id, "drm_card": card}
     if device_id is not None:
@@ -135,18 +134,17 @@ def _bus_id(probe: HostProbe, device_dir: str) -> str | None:
     for line in (probe.read_text(f"{device_dir}/uevent") or "").splitlines():
         key, _, value = line.partition("=")
         if key == "PCI_SLOT_NAME" and value:
-            return value.lower()
-    name = probe.path(device_dir).resolve().name
-    return name.lower() if name.count(":") == 2 else None
+            return pci_address(value)
+    return linked_pci_address(probe, device_dir)
 
 
 def _memory_mib(probe: HostProbe, card_dir: str) -> int | None:
     """Local memory: i915 ``lmem_total_bytes``, else the xe driver's per-tile VRAM sizes."""
-    total = _int(probe.read_text(f"{card_dir}/lmem_total_bytes"))
+    total = parse_int(probe.read_text(f"{card_dir}/lmem_total_bytes"))
     if not total:
         sizes = probe.glob(f"{card_dir}/device/tile*/physical_vram_size_bytes")
-        total = sum(_int(probe.read_text(path)) or 0 for path in sizes)
-    return total // (1024 * 1024) or None
+        total = sum(parse_int(probe.read_text(path)) or 0 for path in sizes)
+    return bytes_to_mib(total)
 
 
 def _terms(value: str, negative: bool) -> list[list[str]]:
@@ -183,15 +181,4 @@ def _excluded_ids(value: str) -> set[str] | None:
 def _root_ids(specs: Sequence[str]) -> list[str]:
     """Card ids of ``N``, ``N.M`` and ``N.*`` specs (a sub-device keeps its card)."""
     roots = [spec.strip().partition(".")[0] for spec in specs]
-    return [root for root in dict.fromkeys(roots) if root.isdigit()]
-
-
-def _hex(text: str | None) -> int | None:
-    try:
-        return int(text, 16) if text else None
-    except ValueError:
-        return None
-
-
-def _int(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+    return [root for root in dict.fromkeys(roots) if parse_int(root) is not None]

@@ -15,12 +15,15 @@ import re
 from typing import Any
 
 from accel.families.base import AcceleratorFamily, Device
-from accel.names import resolve_model
+from accel.families.sysfs import PCI_DEVICES, read_hex
+from accel.families.tools import run_tool
+from accel.families.values import pci_address
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
-PCI_DEVICES = "/sys/bus/pci/devices"
 METAX_DRIVER = "/sys/bus/pci/drivers/metax"
-METAX_VENDOR_ID = "0x9999"
+METAX_VENDOR_ID = 0x9999
+DISPLAY_CLASS = 0x03
 MX_SMI = "mx-smi"
 MX_SMI_DIRS = ("/opt/mxdriver/bin", "/opt/maca/bin")
 
@@ -53,9 +56,9 @@ def _metax_functions(probe: HostProbe) -> list[str]:
     found = []
     for address in probe.listdir(PCI_DEVICES):
         base = f"{PCI_DEVICES}/{address}"
-        if (probe.read_text(f"{base}/vendor") or "").lower() != METAX_VENDOR_ID:
+        if read_hex(probe, f"{base}/vendor") != METAX_VENDOR_ID:
             continue
-        if not (probe.read_text(f"{base}/class") or "").startswith("0x03"):
+        if (read_hex(probe, f"{base}/class") or 0) >> 16 != DISPLAY_CLASS:
             continue
         if not probe.exists(f"{METAX_DRIVER}/{address}"):
             continue
@@ -67,20 +70,14 @@ def _metax_functions(probe: HostProbe) -> list[str]:
 
 def _mx_smi_gpus(probe: HostProbe) -> dict[str, tuple[str, int | None]]:
     """Model name and memory (MiB) per PCI address from ``mx-smi``; empty if unavailable."""
-    exe = probe.which(MX_SMI, MX_SMI_DIRS)
-    result = probe.run([exe]) if exe else None
-    if result is None or result.returncode != 0:
-        return {}
+    lines = (run_tool(probe, MX_SMI, (), MX_SMI_DIRS) or "").splitlines()
     gpus: dict[str, tuple[str, int | None]] = {}
-    lines = result.stdout.splitlines()
     for position, line in enumerate(lines):
         row = _SMI_GPU_ROW.match(line.strip())
-        if row is None:
+        if row is None or (address := pci_address(row["bus"])) is None:
             continue
         following = lines[position + 1] if position + 1 < len(lines) else ""
         memory = _SMI_MEMORY.search(following)
-        bus = row["bus"].lower()
-        address = bus if len(bus.split(":")[0]) == 4 else bus[-12:]
         gpus[address] = (row["name"], int(memory["total"]) if memory else None)
     return gpus
 
@@ -89,19 +86,19 @@ def _device(
     probe: HostProbe, index: int, address: str, smi: tuple[str, int | None] | None
 ) -> Device:
     base = f"{PCI_DEVICES}/{address}"
-    device_id = probe.read_text(f"{base}/device") or ""
-    model, memory_mib = smi or (f"MetaX GPU [9999:{device_id.removeprefix('0x')}]", None)
-    found = resolve_model(model, family="metax")
+    device_id = read_hex(probe, f"{base}/device")
+    device_hex = f"{device_id:04x}" if device_id is not None else ""
+    model, memory_mib = smi or (f"MetaX GPU [9999:{device_hex}]", None)
     details: dict[str, Any] = {"pci_bus_id": address}
-    if device_id:
-        details["pci_device_id"] = device_id.lower()
+    if device_hex:
+        details["pci_device_id"] = f"0x{device_hex}"
     if probe.exists(f"{base}/physfn"):
         details["virtual_function"] = True
     return Device(
         index=index,
         id=str(index),
         model=model,
-        accelerator_type=found.name if found else None,
+        accelerator_type=resolve_type(model, family="metax"),
         memory_mib=memory_mib,
         details=details,
     )

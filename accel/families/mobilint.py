@@ -9,17 +9,13 @@ is the family (Ray's ``MOBILINT_ARIES`` / ``MOBILINT_REGULUS``).
 
 from __future__ import annotations
 
-import re
-
 from accel.families.base import AcceleratorFamily, Device
-from accel.names import resolve_model
+from accel.families.sysfs import numbered_nodes
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
-# Device-node name -> family.
-DEVICE_NODES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^aries(\d+)$"), "ARIES"),
-    (re.compile(r"^regulus-npu(\d+)$"), "REGULUS"),
-)
+# Device-node prefix -> family.
+DEVICE_NODES: tuple[tuple[str, str], ...] = (("aries", "ARIES"), ("regulus-npu", "REGULUS"))
 RAY_NOSET_ENV_VAR = "RAY_EXPERIMENTAL_NOSET_MBLT_RT_VISIBLE_DEVICES"
 
 
@@ -38,20 +34,18 @@ class MobilintNpu(AcceleratorFamily):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         """One device per ``/dev/aries<N>`` or ``/dev/regulus-npu<N>`` node."""
         found: dict[int, tuple[str, str]] = {}
-        for name in probe.listdir("/dev"):
-            for pattern, family in DEVICE_NODES:
-                if (match := pattern.match(name)) and int(match.group(1)) not in found:
-                    found[int(match.group(1))] = (family, name)
+        for prefix, family in DEVICE_NODES:
+            for number, name in numbered_nodes(probe, "/dev", prefix):
+                found.setdefault(number, (family, name))
         devices = []
         for position, number in enumerate(sorted(found)):
             family, node = found[number]
-            entry = resolve_model(family, family="mobilint")
             devices.append(
                 Device(
                     index=position,
                     id=str(number),
                     model=f"Mobilint {family}",
-                    accelerator_type=entry.name if entry else None,
+                    accelerator_type=resolve_type(family, family="mobilint"),
                     details={"device_node": f"/dev/{node}"},
                 )
             )

@@ -12,29 +12,30 @@ The generation comes from the device's PCI id (Amazon ``0x1d0f``), else from the
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accel.families.base import AcceleratorFamily, Device, parse_id_ranges
+from accel.families.sysfs import PCI_DEVICES, pci_device_id
+from accel.families.tools import run_json
+from accel.families.values import bytes_to_mib, parse_int, pci_address
 from accel.probe import HostProbe
 
 NEURON_BIN_DIR = "/opt/aws/neuron/bin"
 DMI_PRODUCT_NAME = "/sys/devices/virtual/dmi/id/product_name"
-AMAZON_PCI_VENDOR_ID = "0x1d0f"
+AMAZON_PCI_VENDOR_ID = 0x1D0F
 GENERIC_TYPE = "aws-neuron-core"
 
 NEURON_PCI_TYPES = {
-    "0x7064": "Inferentia",
-    "0x7065": "Inferentia",
-    "0x7066": "Inferentia",
-    "0x7067": "Inferentia",
-    "0x7164": "Trainium",
-    "0x7264": "Inferentia2",
-    "0x7364": "Trainium2",
-    "0x7564": "Trainium3",
-    "0x7565": "Trainium3",
+    0x7064: "Inferentia",
+    0x7065: "Inferentia",
+    0x7066: "Inferentia",
+    0x7067: "Inferentia",
+    0x7164: "Trainium",
+    0x7264: "Inferentia2",
+    0x7364: "Trainium2",
+    0x7564: "Trainium3",
+    0x7565: "Trainium3",
 }
 """Neuron driver PCI device ids (``neuron_device.h``) -> canonical type."""
 
@@ -49,8 +50,6 @@ INSTANCE_FAMILY_TYPES = {
     "trn3": "Trainium3",
 }
 """EC2 instance family (``trn1`` of ``trn1.32xlarge``) -> canonical type."""
-
-_SHORT_BDF = re.compile(r"^[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 
 class AwsNeuron(AcceleratorFamily):
@@ -85,7 +84,7 @@ class AwsNeuron(AcceleratorFamily):
 
 def format_core_ids(ids: Sequence[str]) -> str:
     """``["4", "5", "6", "7"]`` -> ``"4-7"``; anything not consecutive stays a comma list."""
-    numbers = [int(i) for i in ids if i.isdigit()]
+    numbers = [n for i in ids if (n := parse_int(i)) is not None]
     consecutive = len(numbers) == len(ids) > 1 and numbers == list(
         range(numbers[0], numbers[0] + len(numbers))
     )
@@ -94,18 +93,13 @@ def format_core_ids(ids: Sequence[str]) -> str:
 
 def _neuron_ls(probe: HostProbe) -> list[Mapping[str, Any]]:
     """neuron-ls's devices in device order; empty when it is missing, fails or talks nonsense."""
-    exe = probe.which("neuron-ls", (NEURON_BIN_DIR,))
-    result = probe.run([exe, "--json-output"]) if exe else None
-    if result is None or result.returncode != 0:
-        return []
-    try:
-        data = json.loads(result.stdout)
-    except ValueError:
-        return []
+    data = run_json(probe, "neuron-ls", ("--json-output",), (NEURON_BIN_DIR,))
     if not isinstance(data, list):
         return []
-    devices = [d for d in data if isinstance(d, dict) and _int(d.get("neuron_device")) is not None]
-    return sorted(devices, key=lambda d: _int(d["neuron_device"]))
+    devices = [
+        d for d in data if isinstance(d, dict) and parse_int(d.get("neuron_device")) is not None
+    ]
+    return sorted(devices, key=lambda d: parse_int(d["neuron_device"]))
 
 
 def _instance_type(probe: HostProbe, neuron_devices: Sequence[Mapping[str, Any]]) -> str | None:
@@ -120,9 +114,9 @@ def _cores(
     probe: HostProbe, neuron_device: Mapping[str, Any], instance_type: str | None, first: int
 ) -> list[Device]:
     core_ids = _core_ids(neuron_device, first)
-    bus_id = _bus_id(neuron_device.get("bdf"))
+    bus_id = pci_address(neuron_device.get("bdf"))
     type_name = _type_name(probe, bus_id, instance_type)
-    memory = _int(neuron_device.get("memory_size"))
+    memory = parse_int(neuron_device.get("memory_size"))
     details = _device_details(neuron_device, bus_id, instance_type, len(core_ids), memory)
     return [
         Device(
@@ -130,7 +124,7 @@ def _cores(
             id=str(core_id),
             model=f"AWS {type_name} NeuronCore" if type_name else "AWS NeuronCore",
             accelerator_type=type_name or GENERIC_TYPE,
-            memory_mib=memory // len(core_ids) // 2**20 if memory else None,
+            memory_mib=bytes_to_mib(memory // len(core_ids)) if memory else None,
             details={**details, "core_in_device": position},
         )
         for position, core_id in enumerate(core_ids)
@@ -139,10 +133,10 @@ def _cores(
 
 def _core_ids(neuron_device: Mapping[str, Any], first: int) -> list[int]:
     """The device's ``neuroncore_ids``, else ``nc_count`` cores numbered on from ``first``."""
-    count = _int(neuron_device.get("nc_count"))
+    count = parse_int(neuron_device.get("nc_count"))
     listed = neuron_device.get("neuroncore_ids")
     if isinstance(listed, list) and listed and count in (None, len(listed)):
-        ids = [_int(core_id) for core_id in listed]
+        ids = [parse_int(core_id) for core_id in listed]
         if all(core_id is not None for core_id in ids):
             return ids
     return list(range(first, first + (count or 0)))
@@ -150,11 +144,11 @@ def _core_ids(neuron_device: Mapping[str, Any], first: int) -> list[int]:
 
 def _type_name(probe: HostProbe, bus_id: str | None, instance_type: str | None) -> str | None:
     if bus_id:
-        pci_dir = f"/sys/bus/pci/devices/{bus_id}"
-        if (probe.read_text(f"{pci_dir}/vendor") or "").lower() == AMAZON_PCI_VENDOR_ID:
-            found = NEURON_PCI_TYPES.get((probe.read_text(f"{pci_dir}/device") or "").lower())
-            if found:
-                return found
+        found = NEURON_PCI_TYPES.get(
+            pci_device_id(probe, f"{PCI_DEVICES}/{bus_id}", AMAZON_PCI_VENDOR_ID)
+        )
+        if found:
+            return found
     family = (instance_type or "").split(".", 1)[0]
     return INSTANCE_FAMILY_TYPES.get(family)
 
@@ -167,34 +161,16 @@ def _device_details(
     memory: int | None,
 ) -> dict[str, Any]:
     details: dict[str, Any] = {
-        "neuron_device": _int(neuron_device["neuron_device"]),
+        "neuron_device": parse_int(neuron_device["neuron_device"]),
         "cores_per_device": count,
     }
     optional = {
         "pci_bus_id": bus_id,
-        "device_memory_mib": memory // 2**20 if memory else None,
+        "device_memory_mib": bytes_to_mib(memory),
         "connected_devices": neuron_device.get("connected_to") or None,
-        "logical_neuroncore_config": _int(neuron_device.get("logical_neuroncore_config")),
+        "logical_neuroncore_config": parse_int(neuron_device.get("logical_neuroncore_config")),
         "numa_node": neuron_device.get("numa_node"),
         "instance_type": instance_type,
     }
     details.update({key: value for key, value in optional.items() if value is not None})
     return details
-
-
-def _bus_id(bdf: Any) -> str | None:
-    """neuron-ls prints ``0000:e1:00.0`` or, in older tools, ``e1:00.0``."""
-    if not isinstance(bdf, str) or not bdf.strip():
-        return None
-    bdf = bdf.strip().lower()
-    return f"0000:{bdf}" if _SHORT_BDF.match(bdf) else bdf
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None

@@ -26,11 +26,11 @@ from typing import Any
 
 from accel import names
 from accel.families.base import AcceleratorFamily, Device
+from accel.families.values import MIB
 from accel.probe import HostProbe
 
 logger = logging.getLogger(__name__)
 
-MIB = 1024 * 1024
 NVIDIA_PCI_VENDOR_ID = 0x10DE
 MIG_UUID_PREFIX = "MIG-"
 
@@ -94,8 +94,7 @@ def nvidia_type(
     """Canonical type of an NVIDIA GPU: by PCI device id, else by NVML name and memory."""
     if pci_device_id is not None and pci_device_id in PCI_DEVICE_TYPES:
         return PCI_DEVICE_TYPES[pci_device_id]
-    resolved = names.resolve_model(model, family="nvidia", memory_mib=memory_mib)
-    return resolved.name if resolved else None
+    return names.resolve_type(model, family="nvidia", memory_mib=memory_mib)
 
 
 class NvidiaGpu(AcceleratorFamily):

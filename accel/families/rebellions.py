@@ -9,19 +9,22 @@ the tool, each ``/dev/rbln<N>`` node is one NPU of unknown model.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
 from accel.families.base import AcceleratorFamily, Device
-from accel.names import resolve_model
+from accel.families.sysfs import numbered_nodes
+from accel.families.tools import run_json
+from accel.families.values import bytes_to_mib, parse_int, pci_address
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
 TOOLS = ("rbln-smi", "rbln-stat")
 TOOL_DIRS = ("/usr/local/bin", "/usr/bin")
-DEVICE_NODE = re.compile(r"^rbln(\d+)$")
+DEVICE_NODE_PREFIX = "rbln"
+_DEVICE_NODE = re.compile(rf"^{DEVICE_NODE_PREFIX}(\d+)$")
 RAY_NOSET_ENV_VAR = "RAY_EXPERIMENTAL_NOSET_RBLN_RT_VISIBLE_DEVICES"
 
 
@@ -43,17 +46,8 @@ class RebellionsNpu(AcceleratorFamily):
 
 
 def _from_tool(probe: HostProbe) -> list[Device]:
-    for tool_name in TOOLS:
-        tool = probe.which(tool_name, TOOL_DIRS)
-        if tool is None:
-            continue
-        result = probe.run([tool, "--json"])
-        if result is None or result.returncode != 0:
-            continue
-        try:
-            report = json.loads(result.stdout)
-        except ValueError:
-            continue
+    for tool in TOOLS:
+        report = run_json(probe, tool, ("--json",), TOOL_DIRS)
         entries = report.get("devices") if isinstance(report, dict) else None
         if isinstance(entries, list):
             devices = [d for e in entries if isinstance(e, dict) and (d := _device(e))]
@@ -67,12 +61,11 @@ def _device(entry: Mapping[str, Any]) -> Device | None:
     if number is None:
         return None
     model = str(entry.get("name") or "Rebellions NPU")
-    resolved = resolve_model(model, family="rebellions")
     pci = entry.get("pci") if isinstance(entry.get("pci"), dict) else {}
     details = {
         "device_node": f"/dev/rbln{number}",
         "serial": entry.get("sid"),
-        "pci_bus_id": str(pci.get("bus_id", "")).lower() or None,
+        "pci_bus_id": pci_address(pci.get("bus_id")),
         "pci_device_id": pci.get("dev"),
         "numa_node": pci.get("numa_node"),
         "firmware": entry.get("fw_ver"),
@@ -82,7 +75,7 @@ def _device(entry: Mapping[str, Any]) -> Device | None:
         index=0,
         id=str(number),
         model=model,
-        accelerator_type=resolved.name if resolved else None,
+        accelerator_type=resolve_type(model, family="rebellions"),
         uuid=str(entry["uuid"]) if entry.get("uuid") else None,
         memory_mib=_memory_mib(entry.get("memory")),
         details={key: value for key, value in details.items() if value not in (None, "")},
@@ -91,7 +84,7 @@ def _device(entry: Mapping[str, Any]) -> Device | None:
 
 def _device_number(entry: Mapping[str, Any]) -> int | None:
     """``N`` of the ``rbln<N>`` node the die is; ``None`` for an entry without one."""
-    match = DEVICE_NODE.match(str(entry.get("device", "")))
+    match = _DEVICE_NODE.match(str(entry.get("device", "")))
     return int(match.group(1)) if match else None
 
 
@@ -99,12 +92,11 @@ def _memory_mib(memory: object) -> int | None:
     """Total device memory; ``rbln-smi`` prints bytes as a decimal string."""
     if not isinstance(memory, dict):
         return None
-    total = str(memory.get("total", "")).strip()
-    return int(total) // (1024 * 1024) if total.isdigit() and int(total) else None
+    return bytes_to_mib(parse_int(memory.get("total")))
 
 
 def _from_device_nodes(probe: HostProbe) -> list[Device]:
-    numbers = [int(m.group(1)) for n in probe.listdir("/dev") if (m := DEVICE_NODE.match(n))]
+    numbers = [number for number, _ in numbered_nodes(probe, "/dev", DEVICE_NODE_PREFIX)]
     return [
         Device(
             index=position,
@@ -113,5 +105,5 @@ def _from_device_nodes(probe: HostProbe) -> list[Device]:
             accelerator_type=None,
             details={"device_node": f"/dev/rbln{number}"},
         )
-        for position, number in enumerate(sorted(numbers))
+        for position, number in enumerate(numbers)
     ]

@@ -10,10 +10,9 @@ which disturbs running workloads.
 
 from __future__ import annotations
 
-import re
-
 from accel.families.base import AcceleratorFamily, Device
-from accel.names import resolve_model
+from accel.families.sysfs import linked_pci_address, numbered_nodes, read_hex
+from accel.names import resolve_type
 from accel.probe import HostProbe
 
 DEV_DIR = "/dev/tenstorrent"
@@ -55,7 +54,7 @@ class TenstorrentNpu(AcceleratorFamily):
 
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         """One device per ``/dev/tenstorrent/<N>``, described by its sysfs node."""
-        numbers = sorted(int(name) for name in probe.listdir(DEV_DIR) if name.isdigit())
+        numbers = [number for number, _ in numbered_nodes(probe, DEV_DIR)]
         return [_device(probe, position, number) for position, number in enumerate(numbers)]
 
 
@@ -63,16 +62,16 @@ def _device(probe: HostProbe, position: int, number: int) -> Device:
     node = f"{SYSFS_CLASS}/tenstorrent!{number}"
     card = (probe.read_text(f"{node}/tt_card_type") or "").lower()
     card = "" if card == "unknown" else card
-    pci_id = _hex(probe.read_text(f"{node}/device/device"))
-    vendor = _hex(probe.read_text(f"{node}/device/vendor"))
+    pci_id = read_hex(probe, f"{node}/device/device")
+    vendor = read_hex(probe, f"{node}/device/vendor")
     canonical = PCI_DEVICE_TYPES.get(pci_id) if vendor == TENSTORRENT_VENDOR_ID else None
-    if canonical is None and card and (entry := resolve_model(card, family="tenstorrent")):
-        canonical = entry.name
+    if canonical is None and card:
+        canonical = resolve_type(card, family="tenstorrent")
     arch = _ARCH_NAMES.get(canonical or "", "")
     details = {
         "device_node": f"{DEV_DIR}/{number}",
         "board_type": card,
-        "pci_bus_id": _bus_id(probe, f"{node}/device"),
+        "pci_bus_id": linked_pci_address(probe, f"{node}/device"),
         "pci_device_id": f"0x{pci_id:04x}" if pci_id is not None else None,
         "firmware": probe.read_text(f"{node}/tt_fw_bundle_ver"),
     }
@@ -86,19 +85,3 @@ def _device(probe: HostProbe, position: int, number: int) -> Device:
         memory_mib=CARD_MEMORY_MIB.get(card),
         details={key: value for key, value in details.items() if value},
     )
-
-
-def _hex(text: str | None) -> int | None:
-    try:
-        return int(text, 16) if text else None
-    except ValueError:
-        return None
-
-
-def _bus_id(probe: HostProbe, link: str) -> str | None:
-    """The PCI address the sysfs ``device`` link points at (``0000:01:00.0``)."""
-    try:
-        name = probe.path(link).resolve(strict=True).name
-    except OSError:
-        return None
-    return name if re.fullmatch(r"[0-9a-f]{4,}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", name) else None

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from accel.families.base import AcceleratorFamily, Device
+from accel.families.sysfs import PCI_DEVICES, linked_pci_address, numbered_nodes, read_hex
+from accel.families.values import parse_int
 from accel.probe import HostProbe
 from accel.tpu_generations import (
     GOOGLE_PCI_VENDOR_ID,
@@ -52,7 +54,6 @@ LABEL_TOPOLOGY = "ray.io/tpu-topology"
 LABEL_CHIPS_PER_HOST = "tpu-chips-per-host"
 LABEL_WORKER_COUNT = "tpu-worker-count"
 
-_ACCEL_NODE = re.compile(r"^accel(\d+)$")
 _TPU_ENV_TOPOLOGY = re.compile(r"^TOPOLOGY:\s*'?([0-9x]+)'?\s*$", re.MULTILINE)
 _PCI_BASE = re.compile(r"^(.*)\.\d+$")
 
@@ -63,6 +64,8 @@ class _Chip:
     pci_bus_ids: tuple[str, ...]
     generation: TpuGeneration | None
     pci_device_id: str | None
+    accel_number: int | None = None
+    """``N`` of ``/dev/accel<N>``, the chip's id; vfio chips are numbered by position."""
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ def read_slice(probe: HostProbe) -> TpuSlice:
         pod_type=parse_pod_type(
             _gke_or_gce(probe, GKE_ACCELERATOR_TYPE_VAR, GCE_ACCELERATOR_TYPE_KEY)
         ),
-        worker_id=int(worker_id) if worker_id and worker_id.isdigit() else None,
+        worker_id=parse_int(worker_id),
         name=_gke_or_gce(probe, GKE_NAME_VAR, GCE_NAME_KEY),
         topology=_topology(probe),
         worker_hostnames=tuple(h.strip() for h in hostnames.split(",") if h.strip()),
@@ -195,15 +198,16 @@ def _accel_chips(probe: HostProbe) -> list[_Chip]:
     skipped too.
     """
     chips: list[_Chip] = []
-    for name in probe.listdir("/dev"):
-        if not _ACCEL_NODE.match(name) or probe.path(f"/dev/{name}").is_dir():
+    for number, name in numbered_nodes(probe, "/dev", "accel"):
+        if probe.is_dir(f"/dev/{name}"):
             continue
         pci_dir = f"/sys/class/accel/{name}/device"
-        vendor = probe.read_text(f"{pci_dir}/vendor")
-        if vendor is not None and vendor.lower() != GOOGLE_PCI_VENDOR_ID:
+        vendor = read_hex(probe, f"{pci_dir}/vendor")
+        if vendor is not None and vendor != GOOGLE_PCI_VENDOR_ID:
             continue
-        bus_id = probe.path(pci_dir).resolve().name if vendor else None
-        chips.append(_pci_chip(probe, f"/dev/{name}", pci_dir, (bus_id,) if bus_id else ()))
+        bus_id = linked_pci_address(probe, pci_dir) if vendor else None
+        bus_ids = (bus_id,) if bus_id else ()
+        chips.append(_pci_chip(probe, f"/dev/{name}", pci_dir, bus_ids, accel_number=number))
     return chips
 
 
@@ -212,34 +216,36 @@ def _vfio_chips(probe: HostProbe) -> list[_Chip]:
 
     Functions sharing a PCI slot (``0000:00:04.0`` and ``.1``) are one chip.
     """
-    by_slot: dict[str, list[tuple[str, str]]] = {}
-    for group in probe.listdir("/dev/vfio"):
-        if not group.isdigit():
-            continue
+    by_slot: dict[str, list[tuple[int, str]]] = {}
+    for group, _ in numbered_nodes(probe, "/dev/vfio"):
         for bus_id in probe.listdir(f"/sys/kernel/iommu_groups/{group}/devices"):
-            vendor = probe.read_text(f"/sys/bus/pci/devices/{bus_id}/vendor")
-            if (vendor or "").lower() == GOOGLE_PCI_VENDOR_ID:
+            if read_hex(probe, f"{PCI_DEVICES}/{bus_id}/vendor") == GOOGLE_PCI_VENDOR_ID:
                 slot = _PCI_BASE.sub(r"\1", bus_id)
                 by_slot.setdefault(slot, []).append((group, bus_id))
-    chips = []
+    chips: dict[int, _Chip] = {}
     for functions in by_slot.values():
-        groups = sorted({g for g, _ in functions}, key=int)
+        group = min(g for g, _ in functions)
         bus_ids = tuple(sorted(bus_id for _, bus_id in functions))
-        path = f"/dev/vfio/{groups[0]}"
-        chips.append(_pci_chip(probe, path, f"/sys/bus/pci/devices/{bus_ids[0]}", bus_ids))
-    return sorted(chips, key=lambda chip: int(chip.device_path.rsplit("/", 1)[1]))
+        pci_dir = f"{PCI_DEVICES}/{bus_ids[0]}"
+        chips[group] = _pci_chip(probe, f"/dev/vfio/{group}", pci_dir, bus_ids)
+    return [chips[group] for group in sorted(chips)]
 
 
-def _pci_chip(probe: HostProbe, path: str, pci_dir: str, bus_ids: tuple[str, ...]) -> _Chip:
+def _pci_chip(
+    probe: HostProbe,
+    path: str,
+    pci_dir: str,
+    bus_ids: tuple[str, ...],
+    accel_number: int | None = None,
+) -> _Chip:
     device_id = probe.read_text(f"{pci_dir}/device")
     gen = None
     if device_id:
         gen = generation_for_pci(device_id, probe.read_text(f"{pci_dir}/subsystem_device"))
-    return _Chip(path, bus_ids, gen, device_id.lower() if device_id else None)
+    return _Chip(path, bus_ids, gen, device_id.lower() if device_id else None, accel_number)
 
 
 def _device(position: int, chip: _Chip, gen: TpuGeneration | None) -> Device:
-    accel = _ACCEL_NODE.match(chip.device_path.removeprefix("/dev/"))
     details: dict[str, object] = {"device_path": chip.device_path}
     if chip.pci_bus_ids:
         details["pci_bus_id"] = chip.pci_bus_ids[0]
@@ -251,7 +257,7 @@ def _device(position: int, chip: _Chip, gen: TpuGeneration | None) -> Device:
         details["cores_per_chip"] = gen.cores_per_chip
     return Device(
         index=position,
-        id=accel.group(1) if accel else str(position),
+        id=str(position if chip.accel_number is None else chip.accel_number),
         model=f"TPU {gen.name}" if gen else "Google TPU",
         accelerator_type=gen.accelerator_type if gen else None,
         memory_mib=gen.hbm_gib * 1024 if gen else None,

@@ -6,8 +6,8 @@ import pytest
 
 from accel.families.gaudi import IntelGaudi
 from accel.families.tpu import GoogleTpu
-from tests.fakes.gaudi import install_gaudi
-from tests.fakes.tpu_trees import add_pci_device
+from tests.fakes.gaudi import hl_smi_csv, install_gaudi
+from tests.fakes.pci import add_pci_device, link_pci_device
 
 GAUDI = IntelGaudi()
 
@@ -132,9 +132,9 @@ def test_sysfs_fallback_without_hl_smi(fake_host):
 def test_sysfs_skips_other_accel_devices(fake_host):
     # An Intel NPU (vendor 0x8086) and a Goya inference card (0x1da3:0x0001) are not HPUs.
     add_pci_device(fake_host, "0000:00:0b.0", "0x8086", "0x7d1d")
-    fake_host.symlink("/sys/class/accel/accel0/device", "../../../devices/pci0000:00/0000:00:0b.0")
+    link_pci_device(fake_host, "/sys/class/accel/accel0/device", "0000:00:0b.0")
     add_pci_device(fake_host, "0000:3b:00.0", "0x1da3", "0x0001")
-    fake_host.symlink("/sys/class/accel/accel1/device", "../../../devices/pci0000:00/0000:3b:00.0")
+    link_pci_device(fake_host, "/sys/class/accel/accel1/device", "0000:3b:00.0")
 
     assert GAUDI.detect(fake_host.probe()) is None
 
@@ -184,3 +184,11 @@ def test_whole_cards_only():
     assert GAUDI.validate_quantity(4) is None
     assert "whole number" in GAUDI.validate_quantity(0.5)
     assert "whole numbers" in GAUDI.validate_quantity(2.5)
+
+
+def test_hl_smi_row_with_a_non_ascii_module_id_is_skipped(fake_host):
+    rows = hl_smi_csv(2).splitlines()
+    rows[1] = rows[1].replace(", 3, ", ", ², ", 1)
+    fake_host.command("hl-smi", "\n".join(rows) + "\n")
+
+    assert [d.id for d in GAUDI.detect(fake_host.probe()).devices] == ["2"]

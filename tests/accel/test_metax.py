@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from accel.families.metax import MetaxGpu
 from tests.fakes.gpu_trees import install_metax
+from tests.fakes.pci import add_pci_device
 
 metax = MetaxGpu()
 
@@ -47,9 +48,7 @@ def test_failing_hung_or_garbage_mx_smi_still_counts_pci_devices(fake_host):
 def test_unbound_functions_and_other_vendors_are_skipped(fake_host):
     install_metax(fake_host, count=2)
     (fake_host.root / "sys/bus/pci/drivers/metax/0000:1e:00.0").rmdir()
-    fake_host.write_many(
-        "/sys/bus/pci/devices/0000:05:00.0", {"vendor": "0x10de", "class": "0x030200"}
-    )
+    add_pci_device(fake_host, "0000:05:00.0", "0x10de", "0x2330", pci_class="0x030200")
     found = metax.detect(fake_host.probe())
     assert [d.details["pci_bus_id"] for d in found.devices] == ["0000:0e:00.0"]
 

@@ -217,3 +217,10 @@ def test_whole_cores_only():
     assert NEURON.validate_quantity(2) is None
     assert "whole number" in NEURON.validate_quantity(0.5)
     assert "whole numbers" in NEURON.validate_quantity(1.5)
+
+
+def test_non_ascii_digit_range_matches_no_core(fake_host):
+    install_neuron(fake_host, "trn1.32xlarge")
+    fake_host.env["NEURON_RT_VISIBLE_CORES"] = "²-3"
+
+    assert NEURON.detect(fake_host.probe()) is None

@@ -4,6 +4,7 @@ import pytest
 
 from accel.families.tenstorrent import TenstorrentNpu
 from tests.fakes.npu_trees import install_tenstorrent
+from tests.fakes.pci import add_pci_device, link_pci_device
 
 FAMILY = TenstorrentNpu()
 
@@ -42,12 +43,8 @@ def test_card_type_names_the_arch_when_pci_ids_are_missing(fake_host):
 
 def test_grayskull_has_no_card_type_but_a_pci_id(fake_host):
     fake_host.write("/dev/tenstorrent/0")
-    fake_host.write_many(
-        "/sys/bus/pci/devices/0000:03:00.0", {"vendor": "0x1e52", "device": "0xfaca"}
-    )
-    fake_host.symlink(
-        "/sys/class/tenstorrent/tenstorrent!0/device", "../../../bus/pci/devices/0000:03:00.0"
-    )
+    add_pci_device(fake_host, "0000:03:00.0", "0x1e52", "0xfaca")
+    link_pci_device(fake_host, "/sys/class/tenstorrent/tenstorrent!0/device", "0000:03:00.0")
     found = FAMILY.detect(fake_host.probe())
     assert found.tokens == ("Tenstorrent-Grayskull",)
     assert found.devices[0].details["pci_bus_id"] == "0000:03:00.0"
@@ -100,3 +97,20 @@ def test_quantities_are_whole_numbers():
 
 def test_empty_host_finds_nothing(fake_host):
     assert FAMILY.detect(fake_host.probe()) is None
+
+
+def test_odd_names_in_the_device_directory_are_skipped(fake_host):
+    # "²" passes str.isdigit() but not int(); it used to make detection raise.
+    install_tenstorrent(fake_host, count=2)
+    for name in ("²", "3a", "ctl"):
+        fake_host.write(f"/dev/tenstorrent/{name}")
+    assert [d.id for d in FAMILY.detect(fake_host.probe()).devices] == ["0", "1"]
+
+
+def test_device_link_loop_leaves_the_bus_id_out(fake_host):
+    fake_host.write("/dev/tenstorrent/0")
+    fake_host.write("/sys/class/tenstorrent/tenstorrent!0/tt_card_type", "n150")
+    fake_host.symlink("/sys/class/tenstorrent/tenstorrent!0/device", "device")
+    device = FAMILY.detect(fake_host.probe()).devices[0]
+    assert "pci_bus_id" not in device.details
+    assert device.accelerator_type == "Tenstorrent-Wormhole"

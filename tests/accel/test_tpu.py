@@ -6,7 +6,8 @@ import pytest
 
 from accel.families.tpu import GoogleTpu
 from accel.tpu_generations import generation, generation_for_pci, parse_pod_type
-from tests.fakes.tpu_trees import add_pci_device, add_vfio_group, install_tpu_host
+from tests.fakes.pci import add_pci_device
+from tests.fakes.tpu_trees import add_vfio_group, install_tpu_host
 
 TPU = GoogleTpu()
 
@@ -324,3 +325,12 @@ def test_generation_lookup_and_pci_table():
     assert generation_for_pci("0x0027", "0x1234") is None
     assert generation_for_pci("0x006F").name == "v6e"
     assert generation_for_pci("0x0042") is None  # gVNIC, Google's NIC
+
+
+def test_non_ascii_digit_worker_id_is_unknown(fake_host):
+    install_tpu_host(fake_host, "v4-16", worker_id=0)
+    fake_host.env["TPU_WORKER_ID"] = "²"
+    found = TPU.detect(fake_host.probe())
+    assert found.count == 4
+    assert "ray.io/tpu-worker-id" not in found.labels
+    assert found.extra_resources == {}

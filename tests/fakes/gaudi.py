@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tests.fakes.host import FakeHost
-from tests.fakes.tpu_trees import add_pci_device
+from tests.fakes.pci import add_pci_device, link_pci_device
 
 HABANA_VENDOR = "0x1da3"
 BUS_IDS = (
@@ -82,9 +82,7 @@ def install_gaudi(
                 "status": "operational",
             },
         )
-        fake_host.symlink(
-            f"/sys/class/accel/accel{index}/device", f"../../../devices/pci0000:00/{bus_id}"
-        )
+        link_pci_device(fake_host, f"/sys/class/accel/accel{index}/device", bus_id)
         fake_host.write(f"/dev/accel/accel{index}")
 
 

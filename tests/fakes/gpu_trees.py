@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.fakes.host import FakeHost
+from tests.fakes.pci import add_pci_device, link_pci_device
 
 GIB = 1024**3
 
@@ -82,9 +83,16 @@ def install_amd(host: FakeHost, count: int = 8, model: str = "MI300X", cpu_nodes
             f"heap_type 1\nsize_in_bytes {spec['memory']}\nflags 0\nwidth 8192\n",
         )
         host.write(f"/dev/dri/renderD{minor}")
-        host.write(f"/sys/class/drm/renderD{minor}/device/device", f"0x{spec['device_id']:04x}")
+        pci_dir = add_pci_device(
+            host,
+            f"0000:{bus:02x}:00.0",
+            "0x1002",
+            f"0x{spec['device_id']:04x}",
+            pci_class="0x038000",
+        )
+        link_pci_device(host, f"/sys/class/drm/renderD{minor}/device", f"0000:{bus:02x}:00.0")
         if spec["product"]:
-            host.write(f"/sys/class/drm/renderD{minor}/device/product_name", spec["product"])
+            host.write(f"{pci_dir}/product_name", spec["product"])
 
 
 INTEL_MODELS: dict[str, tuple[int, int, int]] = {
@@ -97,16 +105,12 @@ INTEL_MODELS: dict[str, tuple[int, int, int]] = {
 
 def _intel_card(host: FakeHost, card: int, bus: str, device_id: int) -> str:
     base = f"/sys/class/drm/card{card}"
-    host.write_many(
-        f"{base}/device",
-        {
-            "vendor": "0x8086",
-            "device": f"0x{device_id:04x}",
-            "class": "0x038000",
-            "uevent": f"DRIVER=i915\nPCI_CLASS=38000\nPCI_ID=8086:{device_id:04X}\n"
-            f"PCI_SLOT_NAME={bus}\n",
-        },
+    pci_dir = add_pci_device(host, bus, "0x8086", f"0x{device_id:04x}", pci_class="0x038000")
+    host.write(
+        f"{pci_dir}/uevent",
+        f"DRIVER=i915\nPCI_CLASS=38000\nPCI_ID=8086:{device_id:04X}\nPCI_SLOT_NAME={bus}",
     )
+    link_pci_device(host, f"{base}/device", bus)
     host.mkdir(f"/sys/class/drm/card{card}-DP-1")
     return base
 
@@ -133,10 +137,8 @@ def install_metax(host: FakeHost, count: int = 8, model: str = "C500", smi: bool
     rows = []
     for position in range(count):
         address = f"0000:{0x0E + 0x10 * position:02x}:00.0"
-        host.write_many(
-            f"/sys/bus/pci/devices/{address}",
-            {"vendor": "0x9999", "device": "0x4081", "class": "0x030000", "sriov_numvfs": 0},
-        )
+        pci_dir = add_pci_device(host, address, "0x9999", "0x4081", pci_class="0x030000")
+        host.write(f"{pci_dir}/sriov_numvfs", 0)
         host.mkdir(f"/sys/bus/pci/drivers/metax/{address}")
         rows.append(
             f"| {position:<7} MetaX {model:<16} Off | {address}        | 0%            Native |\n"

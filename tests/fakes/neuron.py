@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.fakes.host import FakeHost
-from tests.fakes.tpu_trees import add_pci_device
+from tests.fakes.pci import add_pci_device
 
 AMAZON_VENDOR = "0x1d0f"
 GIB = 2**30

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.fakes.host import FakeHost
+from tests.fakes.pci import add_pci_device, link_pci_device
 
 # -- Huawei Ascend ------------------------------------------------------------------------
 ASCEND_MANAGEMENT_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
@@ -242,10 +243,7 @@ def install_tenstorrent(
         if not sysfs:
             continue
         bdf = f"0000:{0x01 + n:02x}:00.0"
-        fake_host.write_many(
-            f"/sys/bus/pci/devices/{bdf}",
-            {"vendor": "0x1e52", "device": TT_PCI_DEVICE_IDS.get(card, "0x401e")},
-        )
+        add_pci_device(fake_host, bdf, "0x1e52", TT_PCI_DEVICE_IDS.get(card, "0x401e"))
         node = f"/sys/class/tenstorrent/tenstorrent!{n}"
         fake_host.write_many(
             node,
@@ -256,4 +254,4 @@ def install_tenstorrent(
                 "tt_aiclk": "500",
             },
         )
-        fake_host.symlink(f"{node}/device", f"../../../bus/pci/devices/{bdf}")
+        link_pci_device(fake_host, f"{node}/device", bdf)

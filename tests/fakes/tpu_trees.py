@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tests.fakes.host import FakeHost
+from tests.fakes.pci import add_pci_device, link_pci_device
 
 GOOGLE_VENDOR = "0x1ae0"
 TPU_PCI_IDS = {
@@ -25,37 +26,6 @@ TPU_PCI_IDS = {
     "tpu7x": ("0x0076", "0x0000"),
 }
 ACCEL_NODE_GENERATIONS = ("v2", "v3", "v4")
-
-
-def add_pci_device(
-    fake_host: FakeHost,
-    bus_id: str,
-    vendor: str,
-    device: str,
-    subsystem_device: str = "0x0000",
-    iommu_group: int | None = None,
-    pci_class: str = "0x120000",
-) -> str:
-    """A PCI function as sysfs shows it, linked from ``/sys/bus/pci/devices`` and its group."""
-    dev_dir = f"/sys/devices/pci0000:00/{bus_id}"
-    fake_host.write_many(
-        dev_dir,
-        {
-            "vendor": vendor,
-            "device": device,
-            "subsystem_vendor": vendor,
-            "subsystem_device": subsystem_device,
-            "class": pci_class,
-        },
-    )
-    fake_host.symlink(f"/sys/bus/pci/devices/{bus_id}", f"../../../devices/pci0000:00/{bus_id}")
-    if iommu_group is not None:
-        fake_host.symlink(f"{dev_dir}/iommu_group", f"../../../kernel/iommu_groups/{iommu_group}")
-        fake_host.symlink(
-            f"/sys/kernel/iommu_groups/{iommu_group}/devices/{bus_id}",
-            f"../../../../devices/pci0000:00/{bus_id}",
-        )
-    return dev_dir
 
 
 def add_vfio_group(fake_host: FakeHost, group: int) -> None:
@@ -109,9 +79,7 @@ def _install_accel_chip(
     fake_host.write(f"/dev/accel{chip}")
     if pci:
         add_pci_device(fake_host, bus_id, GOOGLE_VENDOR, device_id, subsystem)
-        fake_host.symlink(
-            f"/sys/class/accel/accel{chip}/device", f"../../../devices/pci0000:00/{bus_id}"
-        )
+        link_pci_device(fake_host, f"/sys/class/accel/accel{chip}/device", bus_id)
 
 
 def _gke_env(
