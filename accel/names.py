@@ -109,8 +109,10 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         "RTX-PRO-6000",
         "nvidia",
         r"\bRTX PRO 6000\b",
-        aliases=("RTX-PRO-6000-BLACKWELL", "RTXPRO6000"),
+        r"\bRTX PRO SERVER 6000\b",  # as EC2 names the g7e GPU
+        aliases=("RTX-PRO-6000-BLACKWELL", "RTXPRO6000", "RTX-PRO-SERVER-6000"),
     ),
+    _t("RTX-PRO-4500", "nvidia", r"\bRTX PRO 4500\b", aliases=("RTXPRO4500",)),
     _t("RTX-6000-Ada", "nvidia", r"\bRTX 6000 ADA\b", aliases=("RTX6000-ADA",)),
     _t("RTX-A6000", "nvidia", r"\bRTX A6000\b", aliases=("A6000",)),
     _t("RTX-6000", "nvidia", r"\bQUADRO RTX 6000\b", aliases=("QUADRO-RTX-6000",)),

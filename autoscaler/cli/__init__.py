@@ -19,7 +19,10 @@ DEBUG_ENV_VAR = "AUTOSCALE_DEBUG"
 
 @click.group(
     cls=LazyGroup,
-    lazy_subcommands={"node": "autoscaler.cli.node:node"},
+    lazy_subcommands={
+        "node": "autoscaler.cli.node:node",
+        "catalog": "autoscaler.cli.catalog:catalog",
+    },
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.option("--debug", is_flag=True, envvar=DEBUG_ENV_VAR, help="Debug logs and tracebacks.")

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import click
+
+PIPE_WIDTH = 200
 
 
 def print_json(data: Any) -> None:
@@ -20,10 +23,11 @@ def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]
 
     table = Table(title=title, title_justify="left", header_style="bold")
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(*("-" if cell is None else str(cell) for cell in row))
-    Console().print(table)
+    # A pipe gets full rows rather than rich's 80-column default.
+    Console(width=None if sys.stdout.isatty() else PIPE_WIDTH).print(table)
 
 
 def format_quantity(value: float) -> str:

@@ -1,0 +1,272 @@
+"""EC2 instance types from ``DescribeInstanceTypes`` records.
+
+The bundled ``data/aws_instance_types.json`` holds the cloud's own records (the subset of
+fields we use) and the zones offering each type; ``data/aws_overrides.yaml`` corrects known
+errors in them. Everything here reads records in the API's own shape, so a live refresh and
+the bundled snapshot go through the same code.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import json
+from collections.abc import Iterable, Mapping
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from accel.names import resolve_model
+from instance_catalog.model import AWS, Accelerator, InstanceType
+from instance_catalog.prices import aws_prices
+
+Record = dict[str, Any]
+
+DATA_FILE = "aws_instance_types.json"
+OVERRIDES_FILE = "aws_overrides.yaml"
+
+ACCELERATOR_SECTIONS = (
+    "NeuronInfo",
+    "GpuInfo",
+    "InferenceAcceleratorInfo",
+    "FpgaInfo",
+    "MediaAcceleratorInfo",
+)
+"""In the order they are read: an inf1/inf2 lists its chips under both Neuron and
+InferenceAccelerator info, and only the first section that has devices counts."""
+
+CPU_FAMILIES = frozenset(
+    {"m5", "m6i", "m6a", "m7i", "m7a", "c5", "c6i", "c7i", "r5", "r6i", "r7i", "t3"}
+)
+"""Ordinary families clusters use for head nodes and CPU workers."""
+
+KEPT_FIELDS = ("InstanceType", "VCpuInfo", "MemoryInfo", "ProcessorInfo", *ACCELERATOR_SECTIONS)
+
+MANUFACTURER_FAMILIES = {"nvidia": "nvidia", "amd": "amd", "habana": "gaudi", "intel": "gaudi"}
+"""GpuInfo manufacturer -> the ``accel`` family that detects it (Gaudi is listed as a GPU)."""
+
+
+def is_catalogued(record: Mapping[str, Any]) -> bool:
+    """Accelerator instance types, plus the CPU families used for heads and CPU workers."""
+    family = record["InstanceType"].split(".", 1)[0]
+    return family in CPU_FAMILIES or any(record.get(s) for s in ACCELERATOR_SECTIONS)
+
+
+def slim(record: Mapping[str, Any]) -> Record:
+    """The fields of a ``DescribeInstanceTypes`` record the catalog uses."""
+    kept = {key: record[key] for key in KEPT_FIELDS if key in record}
+    vcpu = record.get("VCpuInfo", {})
+    kept["VCpuInfo"] = {"DefaultVCpus": vcpu.get("DefaultVCpus")}
+    if "ProcessorInfo" in record:
+        kept["ProcessorInfo"] = {
+            "SupportedArchitectures": record["ProcessorInfo"].get("SupportedArchitectures", [])
+        }
+    return kept
+
+
+def accelerator_of(record: Mapping[str, Any]) -> Accelerator | None:
+    """The instance's accelerator, counted once, with its canonical type name."""
+    neuron = record.get("NeuronInfo", {}).get("NeuronDevices") or []
+    if neuron:
+        device = neuron[0]
+        return _accelerator(
+            device["Name"],
+            "AWS",
+            device["Count"],
+            device.get("MemoryInfo", {}).get("SizeInMiB"),
+            family="neuron",
+            cores=device.get("CoreInfo", {}).get("Count"),
+        )
+    gpus = record.get("GpuInfo", {}).get("Gpus") or []
+    if gpus:
+        return _gpu(gpus[0])
+    for section, key in (
+        ("InferenceAcceleratorInfo", "Accelerators"),
+        ("FpgaInfo", "Fpgas"),
+        ("MediaAcceleratorInfo", "Accelerators"),
+    ):
+        devices = record.get(section, {}).get(key) or []
+        if devices:
+            device = devices[0]
+            return _accelerator(
+                device["Name"],
+                device.get("Manufacturer", ""),
+                device["Count"],
+                device.get("MemoryInfo", {}).get("SizeInMiB"),
+            )
+    return None
+
+
+def _gpu(gpu: Mapping[str, Any]) -> Accelerator:
+    manufacturer = gpu.get("Manufacturer", "")
+    family = MANUFACTURER_FAMILIES.get(manufacturer.lower())
+    partition = float(gpu.get("GpuPartitionSize", 1.0) or 1.0)
+    memory = gpu.get("MemoryInfo", {}).get("SizeInMiB")
+    if partition < 1:
+        # A fraction of one GPU (g6f, gr6f): never a whole GPU of the type. It gets the
+        # type's "-PARTITIONED" name, which has no generic parent, and a fractional count.
+        whole = _canonical(gpu["Name"], family, None)
+        return Accelerator(
+            name=f"{whole}-PARTITIONED",
+            manufacturer=manufacturer,
+            count=partition * int(gpu.get("LogicalGpuCount", 1) or 1),
+            memory_mib=memory,
+            family=family,
+            cloud_name=gpu["Name"],
+        )
+    return _accelerator(gpu["Name"], manufacturer, gpu["Count"], memory, family=family)
+
+
+def _accelerator(
+    cloud_name: str,
+    manufacturer: str,
+    count: float,
+    memory_mib: int | None,
+    family: str | None = None,
+    cores: int | None = None,
+) -> Accelerator:
+    return Accelerator(
+        name=_canonical(cloud_name, family, memory_mib),
+        manufacturer=manufacturer,
+        count=count,
+        memory_mib=memory_mib,
+        family=family,
+        cores_per_device=cores,
+        cloud_name=cloud_name,
+    )
+
+
+def _canonical(cloud_name: str, family: str | None, memory_mib: int | None) -> str:
+    resolved = resolve_model(cloud_name, family=family, memory_mib=memory_mib)
+    return resolved.name if resolved else cloud_name
+
+
+def instance_type(record: Mapping[str, Any], zones: Mapping[str, Iterable[str]]) -> InstanceType:
+    name = record["InstanceType"]
+    return InstanceType(
+        name=name,
+        cloud=AWS,
+        vcpus=int(record["VCpuInfo"]["DefaultVCpus"]),
+        memory_mib=int(record["MemoryInfo"]["SizeInMiB"]),
+        accelerator=accelerator_of(record),
+        zones={region: tuple(sorted(z)) for region, z in sorted(zones.items())},
+        prices=aws_prices().get(name, {}),
+    )
+
+
+# The bundled (or refreshed) snapshot and its overrides -------------------------------
+def snapshot_path() -> Path | None:
+    """A user-refreshed snapshot (``autoscale catalog refresh``), if one exists."""
+    from instance_catalog.refresh import user_catalog_dir
+
+    path = user_catalog_dir() / DATA_FILE
+    return path if path.exists() else None
+
+
+@cache
+def raw_snapshot() -> dict[str, Any]:
+    """``{"source": ..., "instance_types": {name: record}, "zones": {name: {region: [az]}}}``."""
+    path = snapshot_path()
+    if path is not None:
+        return json.loads(path.read_text())
+    return json.loads(resources.files("instance_catalog.data").joinpath(DATA_FILE).read_text())
+
+
+@cache
+def overrides() -> list[dict[str, Any]]:
+    text = resources.files("instance_catalog.data").joinpath(OVERRIDES_FILE).read_text()
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def apply_overrides(
+    records: Mapping[str, Record],
+    zones: Mapping[str, Mapping[str, list[str]]],
+    entries: Iterable[Mapping[str, Any]],
+) -> tuple[dict[str, Record], dict[str, dict[str, list[str]]]]:
+    """Records and zones after the override file's corrections.
+
+    An entry names ``instance_type`` (a glob) and a ``reason``, then ``set`` (fields merged
+    into the record), ``remove`` (fields dropped) or ``add`` (a whole record the source
+    lacks, with ``regions``).
+    """
+    records = {name: copy.deepcopy(record) for name, record in records.items()}
+    zones = {name: {r: list(z) for r, z in by_region.items()} for name, by_region in zones.items()}
+    for entry in entries:
+        pattern = entry["instance_type"]
+        if "add" in entry:
+            records[pattern] = {"InstanceType": pattern, **copy.deepcopy(entry["add"])}
+            zones[pattern] = {region: [] for region in entry.get("regions", [])}
+            continue
+        for name in fnmatch.filter(records, pattern):
+            _merge(records[name], entry.get("set", {}))
+            for field in entry.get("remove", []):
+                records[name].pop(field, None)
+    return records, zones
+
+
+def _merge(target: dict[str, Any], changes: Mapping[str, Any]) -> None:
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = copy.deepcopy(value)
+
+
+@cache
+def corrected_records() -> tuple[dict[str, Record], dict[str, dict[str, list[str]]]]:
+    """The snapshot's records and zones with the overrides applied."""
+    snapshot = raw_snapshot()
+    return apply_overrides(snapshot["instance_types"], snapshot["zones"], overrides())
+
+
+def aws_instance_types() -> list[InstanceType]:
+    records, zones = corrected_records()
+    return [instance_type(record, zones.get(name, {})) for name, record in records.items()]
+
+
+# Ray's per-family EC2 hooks ------------------------------------------------------------
+def _record(instance_type: str, instances: Mapping[str, Mapping] | None) -> Mapping | None:
+    return (instances if instances is not None else corrected_records()[0]).get(instance_type)
+
+
+def get_ec2_num_accelerators(
+    instance_type: str, instances: Mapping[str, Mapping] | None = None, family: str | None = None
+) -> float | None:
+    """Accelerators of ``family`` (any family when None) on an EC2 instance type.
+
+    ``instances`` are ``DescribeInstanceTypes`` records by name (the bundled snapshot when
+    None). Neuron counts NeuronCores, the unit its resource schedules.
+    """
+    record = _record(instance_type, instances)
+    accelerator = accelerator_of(record) if record else None
+    if accelerator is None or (family is not None and accelerator.family != family):
+        return None
+    if accelerator.family == "neuron":
+        return accelerator.count * (accelerator.cores_per_device or 1)
+    return accelerator.count
+
+
+def get_ec2_accelerator_type(
+    instance_type: str, instances: Mapping[str, Mapping] | None = None, family: str | None = None
+) -> str | None:
+    """Canonical accelerator type of an EC2 instance type (for ``family``, if given)."""
+    record = _record(instance_type, instances)
+    accelerator = accelerator_of(record) if record else None
+    if accelerator is None or (family is not None and accelerator.family != family):
+        return None
+    return accelerator.name
+
+
+def unresolved_accelerators(records: Mapping[str, Record]) -> list[tuple[str, str]]:
+    """(instance type, cloud name) of accelerators with no canonical type name."""
+    from accel.names import get
+
+    found = []
+    for name, record in records.items():
+        accelerator = accelerator_of(record)
+        if accelerator is not None and get(accelerator.name) is None:
+            found.append((name, accelerator.cloud_name or accelerator.name))
+    return found

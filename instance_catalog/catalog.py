@@ -1,0 +1,156 @@
+"""Look-ups over every catalogued instance type: by name, by accelerator, sorted by price."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from functools import cache
+
+from accel.names import lookup, tokens_for
+from instance_catalog.model import CLOUDS, Accelerator, InstanceType
+from instance_catalog.resources import resources_for
+
+
+class UnknownInstanceTypeError(LookupError):
+    """No such instance type; carries the closest names."""
+
+    def __init__(self, name: str, cloud: str | None, suggestions: list[str]) -> None:
+        self.name = name
+        self.suggestions = suggestions
+        where = f" on {cloud}" if cloud else ""
+        hint = f"; closest: {', '.join(suggestions)}" if suggestions else ""
+        super().__init__(f"unknown instance type {name!r}{where}{hint}")
+
+
+@dataclass(frozen=True)
+class AcceleratorQuery:
+    """``NAME[:COUNT]`` as users type it, e.g. ``a100-80gb:8``."""
+
+    name: str
+    """Canonical type name."""
+    count: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> AcceleratorQuery:
+        """Raises ``UnknownAcceleratorTypeError`` (closest names) or ``ValueError``."""
+        prefix = "accelerator_type:"
+        bare = text[len(prefix) :] if text.lower().startswith(prefix) else text
+        name, _, count = bare.partition(":")
+        try:
+            parsed_count = float(count) if count else None
+        except ValueError:
+            raise ValueError(f"accelerator count in {text!r} must be a number") from None
+        return cls(lookup(name).name, parsed_count)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """An instance type as a user would launch it: with GPUs attached where that applies."""
+
+    instance_type: InstanceType
+    attached: Accelerator | None = None
+
+    @property
+    def accelerator(self) -> Accelerator | None:
+        return self.attached or self.instance_type.accelerator
+
+    @property
+    def label(self) -> str:
+        if self.attached is None:
+            return self.instance_type.name
+        return f"{self.instance_type.name} + {self.attached.count:g}x {self.attached.cloud_name}"
+
+    def resources(self) -> dict[str, float]:
+        return resources_for(self.instance_type, attached=self.attached)
+
+    def price(self, region: str | None = None, spot: bool = False) -> float | None:
+        from instance_catalog.gcp import attached_gpu_price
+
+        host = self.instance_type.price(region, spot)
+        if self.attached is None or host is None:
+            return host
+        gpus = attached_gpu_price(
+            self.attached.cloud_name, int(self.attached.count), region, spot=spot
+        )
+        return None if gpus is None else host + gpus
+
+    def matches(self, query: AcceleratorQuery) -> bool:
+        accelerator = self.accelerator
+        if accelerator is None or query.name not in tokens_for(accelerator.name):
+            return False
+        return query.count is None or accelerator.count == query.count
+
+
+class Catalog:
+    """Every catalogued type of every cloud."""
+
+    def __init__(self, entries: Iterable[InstanceType]) -> None:
+        self._entries: dict[tuple[str, str], InstanceType] = {
+            (entry.cloud, entry.name): entry for entry in entries
+        }
+
+    def entries(self, cloud: str | None = None) -> list[InstanceType]:
+        return [e for (c, _), e in self._entries.items() if cloud is None or c == cloud]
+
+    def get(self, name: str, cloud: str | None = None) -> InstanceType:
+        """The type called ``name`` (on ``cloud``, or whichever cloud has it)."""
+        for candidate_cloud in (cloud,) if cloud else CLOUDS:
+            entry = self._entries.get((candidate_cloud, _normalise(candidate_cloud, name)))
+            if entry is not None:
+                return entry
+        names = [n for (c, n) in self._entries if cloud is None or c == cloud]
+        raise UnknownInstanceTypeError(
+            name, cloud, difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        )
+
+    def offers(
+        self,
+        cloud: str | None = None,
+        accelerator: AcceleratorQuery | None = None,
+        region: str | None = None,
+    ) -> list[Offer]:
+        """Launchable offers, cheapest first (unknown prices last, then by name)."""
+        offers = [
+            offer
+            for entry in self.entries(cloud)
+            if region is None or region in entry.regions
+            for offer in _offers_of(entry)
+            if accelerator is None or offer.matches(accelerator)
+        ]
+
+        def order(offer: Offer) -> tuple[bool, float, str]:
+            price = offer.price(region)
+            return (price is None, price or 0.0, offer.label)
+
+        return sorted(offers, key=order)
+
+
+def _offers_of(entry: InstanceType) -> list[Offer]:
+    offers = [Offer(entry)]
+    for attachment in entry.attachable_gpus:
+        offers.extend(
+            Offer(entry, replace(attachment.accelerator, count=count))
+            for count in attachment.counts
+        )
+    return offers
+
+
+def _normalise(cloud: str, name: str) -> str:
+    """GCP TPU types have several spellings (``v5e-8``, ``tpu7x-16``)."""
+    if cloud == "gcp":
+        from accel.tpu_generations import parse_pod_type
+
+        pod = parse_pod_type(name)
+        if pod is not None:
+            return pod.name
+    return name
+
+
+@cache
+def load_catalog() -> Catalog:
+    """The bundled catalog (or the user's refreshed EC2 snapshot), loaded once."""
+    from instance_catalog.aws import aws_instance_types
+    from instance_catalog.gcp import gcp_instance_types
+
+    return Catalog([*aws_instance_types(), *gcp_instance_types()])

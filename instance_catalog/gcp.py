@@ -1,0 +1,229 @@
+"""GCP instance types: Compute Engine machine types and Cloud TPU slice types.
+
+Facts come from ``data/gcp.yaml`` (see its header for the Google pages they were taken from),
+prices from ``instance_catalog.prices.gcp_prices``:
+
+* CPU machine types: the ``machine`` price.
+* Machine types with built-in GPUs (A2, A3, A4, G2, G4): Google bills the VM and its GPUs as
+  separate SKUs, so the price is the ``machine`` price plus ``count`` times the ``gpu`` price
+  of the built-in GPU, in each region where both are known.
+* N1 types list the GPUs that can be attached (``attachable_gpus``); the attached GPUs' price
+  is :func:`attached_gpu_price`, on top of the N1 price.
+* TPU slice types: the ``tpu`` price of the whole slice, by its normalised name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+
+from accel.names import get as get_accelerator_type
+from accel.names import resolve_model
+from accel.tpu_generations import generation
+from instance_catalog.model import GCP, Accelerator, GpuAttachment, InstanceType, Price
+from instance_catalog.prices import PriceTable, gcp_prices
+from instance_catalog.tpu import gcp_data, host_shape, tpu_slice, tpu_slice_types, tpu_zones
+
+NVIDIA = "NVIDIA"
+GOOGLE = "Google"
+
+
+def _mib(gb: float) -> int:
+    """GCE "GB" are GiB."""
+    return round(gb * 1024)
+
+
+def _prices(kind: str) -> PriceTable:
+    return gcp_prices().get(kind, {})
+
+
+def _regions(prices: Mapping[str, Price]) -> dict[str, tuple[str, ...]]:
+    return {region: () for region in sorted(prices)}
+
+
+# GPUs -----------------------------------------------------------------------------------------
+def canonical_gpu_name(gce_name: str) -> str:
+    """Canonical type (``accel.names``) of a GCE accelerator type; the GCE name if unknown."""
+    facts = gcp_data()["gpus"].get(gce_name, {})
+    canonical = facts.get("canonical")
+    if canonical and get_accelerator_type(canonical) is not None:
+        return canonical
+    memory = _mib(facts["memory_gb"]) if "memory_gb" in facts else None
+    resolved = resolve_model(gce_name.replace("-", " "), family="nvidia", memory_mib=memory)
+    return resolved.name if resolved else gce_name
+
+
+def gpu_accelerator(gce_name: str, count: float) -> Accelerator:
+    """The Accelerator record of ``count`` GPUs of GCE type ``gce_name``."""
+    facts = gcp_data()["gpus"].get(gce_name, {})
+    memory = facts.get("memory_gb")
+    return Accelerator(
+        name=canonical_gpu_name(gce_name),
+        manufacturer=NVIDIA,
+        count=count,
+        memory_mib=_mib(memory) if memory is not None else None,
+        family="nvidia",
+        cloud_name=gce_name,
+    )
+
+
+@cache
+def _gce_gpu_names() -> dict[str, str]:
+    """Canonical or GCE spelling (lower case) -> GCE accelerator type."""
+    index: dict[str, str] = {}
+    for gce_name in gcp_data()["gpus"]:
+        index.setdefault(gce_name.lower(), gce_name)
+    for gce_name in gcp_data()["n1_attachable_gpus"]:
+        index.setdefault(canonical_gpu_name(gce_name).lower(), gce_name)
+    return index
+
+
+def attached_gpu_price(
+    gpu_name: str | None, count: int, region: str | None = None, spot: bool = False
+) -> float | None:
+    """Hourly price of ``count`` GPUs attached to an N1 VM (``nvidia-tesla-t4`` or ``T4``).
+
+    ``region`` None gives the cheapest region's. None when the price is unknown.
+    """
+    if not gpu_name:
+        return None
+    gce_name = _gce_gpu_names().get(gpu_name.lower(), gpu_name)
+    per_region = _prices("gpu").get(gce_name, {})
+    candidates = list(per_region.values()) if region is None else [per_region.get(region)]
+    values = [getattr(p, "spot" if spot else "on_demand") for p in candidates if p is not None]
+    known = [v for v in values if v is not None]
+    return min(known) * count if known else None
+
+
+def _with_gpus(machine: Price, gpu: Price | None, count: int) -> Price:
+    def add(host: float | None, each: float | None) -> float | None:
+        return None if host is None or each is None else host + each * count
+
+    if gpu is None:
+        return Price(None, None)
+    return Price(add(machine.on_demand, gpu.on_demand), add(machine.spot, gpu.spot))
+
+
+# Machine types --------------------------------------------------------------------------------
+def _gpu_machine_types() -> list[InstanceType]:
+    machine_prices = _prices("machine")
+    gpu_prices = _prices("gpu")
+    types = []
+    for name, (vcpus, memory_gb, gce_gpu, count) in gcp_data()["gpu_machine_types"].items():
+        own = machine_prices.get(name, {})
+        per_gpu = gpu_prices.get(gce_gpu, {})
+        prices = {region: _with_gpus(p, per_gpu.get(region), count) for region, p in own.items()}
+        types.append(
+            InstanceType(
+                name=name,
+                cloud=GCP,
+                vcpus=vcpus,
+                memory_mib=_mib(memory_gb),
+                accelerator=gpu_accelerator(gce_gpu, count),
+                zones=_regions(prices),
+                prices=prices,
+            )
+        )
+    return types
+
+
+def _cpu_shapes() -> dict[str, tuple[int, float]]:
+    """Machine type name -> (vCPUs, memory GB) of every CPU machine type."""
+    data = gcp_data()
+    shapes: dict[str, tuple[int, float]] = {}
+    for family, facts in data["cpu_families"].items():
+        irregular = facts.get("memory_gb", {})
+        for vcpus in facts["vcpus"]:
+            memory = irregular.get(vcpus, vcpus * facts["memory_gb_per_vcpu"])
+            shapes[f"{family}-{vcpus}"] = (vcpus, memory)
+    for name, (vcpus, memory) in data.get("extra_machine_types", {}).items():
+        shapes[name] = (vcpus, memory)
+    return shapes
+
+
+def n1_gpu_counts(gce_gpu: str, vcpus: int, memory_gb: float) -> tuple[int, ...]:
+    """GPU counts of ``gce_gpu`` allowed on an N1 host of that size (empty if none)."""
+    rules = gcp_data()["n1_attachable_gpus"].get(gce_gpu, [])
+    return tuple(
+        rule["count"]
+        for rule in rules
+        if vcpus <= rule["max_vcpus"] and memory_gb <= rule["max_memory_gb"]
+    )
+
+
+def _attachable(name: str, vcpus: int, memory_gb: float) -> tuple[GpuAttachment, ...]:
+    data = gcp_data()
+    if not any(name.startswith(f"{family}-") for family in data["n1_gpu_hosts"]):
+        return ()
+    attachments = []
+    for gce_gpu in data["n1_attachable_gpus"]:
+        counts = n1_gpu_counts(gce_gpu, vcpus, memory_gb)
+        if counts:
+            attachments.append(GpuAttachment(gpu_accelerator(gce_gpu, 1), counts))
+    return tuple(attachments)
+
+
+def _cpu_machine_types() -> list[InstanceType]:
+    machine_prices = _prices("machine")
+    types = []
+    for name, (vcpus, memory_gb) in _cpu_shapes().items():
+        prices = machine_prices.get(name, {})
+        types.append(
+            InstanceType(
+                name=name,
+                cloud=GCP,
+                vcpus=vcpus,
+                memory_mib=_mib(memory_gb),
+                zones=_regions(prices),
+                prices=dict(prices),
+                attachable_gpus=_attachable(name, vcpus, memory_gb),
+            )
+        )
+    return types
+
+
+# TPU slice types ------------------------------------------------------------------------------
+def _tpu_price(pod_name: str) -> dict[str, Price]:
+    return dict(_prices("tpu").get(pod_name, {}))
+
+
+def _tpu_types() -> list[InstanceType]:
+    types = []
+    for pod_name in tpu_slice_types():
+        shape = tpu_slice(pod_name)
+        gen = generation(shape.generation) if shape else None
+        host = host_shape(shape.generation, shape.chips_per_host) if shape else None
+        if shape is None or gen is None or host is None:
+            continue
+        prices = _tpu_price(pod_name)
+        zones: dict[str, tuple[str, ...]] = {**_regions(prices), **tpu_zones(gen.name)}
+        types.append(
+            InstanceType(
+                name=pod_name,
+                cloud=GCP,
+                vcpus=host["vcpus"],
+                memory_mib=_mib(host["memory_gb"]),
+                accelerator=Accelerator(
+                    name=gen.accelerator_type,
+                    manufacturer=GOOGLE,
+                    count=shape.chips_per_host,
+                    memory_mib=gen.hbm_gib * 1024,
+                    family="tpu",
+                    cores_per_device=gen.cores_per_chip,
+                ),
+                zones=dict(sorted(zones.items())),
+                prices=prices,
+                tpu=shape,
+            )
+        )
+    return types
+
+
+@cache
+def _all_types() -> tuple[InstanceType, ...]:
+    return (*_gpu_machine_types(), *_cpu_machine_types(), *_tpu_types())
+
+
+def gcp_instance_types() -> list[InstanceType]:
+    """Every catalogued GCE machine type and Cloud TPU slice type."""
+    return list(_all_types())

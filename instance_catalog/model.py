@@ -1,0 +1,98 @@
+"""The catalog's records: instance types, their accelerators, TPU slices and prices."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+AWS = "aws"
+GCP = "gcp"
+CLOUDS = (AWS, GCP)
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """The accelerators one instance carries (one model per instance type)."""
+
+    name: str
+    """Canonical type (``accel.names``), e.g. ``A100-80G``; the cloud's name if unknown."""
+    manufacturer: str
+    count: float
+    """Devices per instance; a fraction for partitioned GPUs (AWS g6f: 0.125)."""
+    memory_mib: int | None = None
+    """Memory of one device."""
+    family: str | None = None
+    """The ``accel`` family that detects it on the node (``nvidia``, ``neuron``...), or None."""
+    cores_per_device: int | None = None
+    """NeuronCores per Neuron device, TensorCores per TPU chip."""
+    cloud_name: str | None = None
+    """What the cloud calls it (``A100``, ``nvidia-tesla-t4``), when it differs."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "manufacturer": self.manufacturer,
+            "count": self.count,
+            "memory_mib": self.memory_mib,
+            "family": self.family,
+            "cores_per_device": self.cores_per_device,
+        }
+
+
+@dataclass(frozen=True)
+class TpuSlice:
+    """Shape of a Cloud TPU slice type."""
+
+    generation: str
+    chips: int
+    hosts: int
+    chips_per_host: int
+    topology: str
+    cores_per_chip: int
+
+
+@dataclass(frozen=True)
+class GpuAttachment:
+    """A GPU model attachable to a machine type (GCE N1), and the counts allowed with it."""
+
+    accelerator: Accelerator
+    """The GPU with ``count`` 1; multiply by the attached count."""
+    counts: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Price:
+    on_demand: float | None
+    spot: float | None = None
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """One instance type (AWS), machine type (GCE) or TPU slice type (GCP)."""
+
+    name: str
+    cloud: str
+    vcpus: int
+    memory_mib: int
+    accelerator: Accelerator | None = None
+    zones: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Regions offering it, each with its zones (empty tuple where zones are unknown)."""
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    """Price per region."""
+    tpu: TpuSlice | None = None
+    attachable_gpus: tuple[GpuAttachment, ...] = ()
+
+    @property
+    def regions(self) -> tuple[str, ...]:
+        """Regions offering it: those with known zones, else those with a price."""
+        return tuple(sorted(self.zones or self.prices))
+
+    def price(self, region: str | None = None, spot: bool = False) -> float | None:
+        """Hourly price in ``region`` (the cheapest region when None); None if unknown."""
+        candidates = [self.prices[region]] if region in self.prices else []
+        if region is None:
+            candidates = list(self.prices.values())
+        values = [p.spot if spot else p.on_demand for p in candidates]
+        known = [v for v in values if v is not None]
+        return min(known) if known else None

@@ -1,0 +1,140 @@
+"""`autoscale catalog show|list|refresh` as users run them."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+
+def autoscale(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "autoscaler", *args],
+        env=env or dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_show_prints_the_documented_fields():
+    done = autoscale("catalog", "show", "p4de.24xlarge", "--json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["instance_type"] == "p4de.24xlarge"
+    assert shown["cloud"] == "aws"
+    assert (shown["vcpus"], shown["memory_mib"]) == (96, 1179648)
+    assert shown["accelerator"]["name"] == "A100-80G"
+    assert shown["accelerator"]["count"] == 8
+    assert shown["resources"]["GPU"] == 8
+    assert shown["resources"]["accelerator_type:A100-80G"] == 1
+    assert shown["price_per_hour"] > 0
+
+
+def test_show_tpu_slice_has_its_shape():
+    shown = json.loads(autoscale("catalog", "show", "v4-16", "--cloud", "gcp", "--json").stdout)
+    assert (shown["chips"], shown["hosts"], shown["chips_per_host"]) == (8, 2, 4)
+    assert shown["topology"] == "2x2x2"
+    assert shown["resources"]["TPU"] == 4
+    assert shown["resources"]["TPU-v4-16-head"] == 1
+
+
+def test_show_unknown_type_suggests_close_names():
+    done = autoscale("catalog", "show", "p4de.24xlargee")
+    assert done.returncode == 1
+    assert "closest: p4de.24xlarge" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_show_region_not_offered_is_an_error():
+    done = autoscale("catalog", "show", "p4de.24xlarge", "--region", "mars-north-1")
+    assert done.returncode == 1
+    assert "not offered in mars-north-1" in done.stderr
+
+
+def test_list_by_accelerator_finds_both_clouds_cheapest_first():
+    done = autoscale("catalog", "list", "--accelerator", "a100-80gb:8", "--json")
+    offers = json.loads(done.stdout)
+    names = [offer["instance_type"] for offer in offers]
+    assert set(names) == {"p4de.24xlarge", "a2-ultragpu-8g"}
+    prices = [offer["price_per_hour"] for offer in offers]
+    assert prices == sorted(prices)
+
+
+def test_list_generic_type_includes_every_variant():
+    offers = json.loads(autoscale("catalog", "list", "--accelerator", "A100:8", "--json").stdout)
+    assert {"p4d.24xlarge", "p4de.24xlarge", "a2-highgpu-8g", "a2-ultragpu-8g"} <= {
+        offer["instance_type"] for offer in offers
+    }
+
+
+def test_list_attachable_gpus_on_n1():
+    offers = json.loads(
+        autoscale("catalog", "list", "--accelerator", "t4:4", "--cloud", "gcp", "--json").stdout
+    )
+    assert offers
+    assert all(offer["instance_type"].startswith("n1-") for offer in offers)
+    assert all(offer["resources"]["GPU"] == 4 for offer in offers)
+
+
+def test_list_unknown_accelerator_says_what_is_close():
+    done = autoscale("catalog", "list", "--accelerator", "h10:8")
+    assert done.returncode == 2
+    assert "closest: H100" in done.stderr
+
+
+def test_list_table_for_people():
+    done = autoscale("catalog", "list", "--accelerator", "trainium")
+    assert done.returncode == 0
+    assert "trn1.32xlarge" in done.stdout
+
+
+def test_refresh_without_credentials_explains(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(
+        AWS_CONFIG_FILE=str(tmp_path / "none"), AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none")
+    )
+    done = autoscale("catalog", "refresh", "--cloud", "aws", env=env)
+    assert done.returncode == 1
+    assert "no AWS credentials found" in done.stderr
+
+
+@pytest.fixture
+def moto_server():
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+def test_refresh_against_the_ec2_api_then_queries_use_it(tmp_path, moto_server):
+    env = dict(os.environ)
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+        AUTOSCALE_CATALOG_DIR=str(tmp_path),
+    )
+    done = autoscale(
+        "catalog",
+        "refresh",
+        "--cloud",
+        "aws",
+        "--region",
+        "us-east-1",
+        "--endpoint-url",
+        moto_server,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "aws_instance_types.json").exists()
+    shown = json.loads(autoscale("catalog", "show", "p4d.24xlarge", "--json", env=env).stdout)
+    assert shown["regions"] == ["us-east-1"]
+    assert shown["accelerator"]["count"] == 8
