@@ -1,0 +1,90 @@
+"""The small taxonomy of cloud faults. The reconciler decides from the class, never the text.
+
+Every error carries the offering it concerns (instance type, zone, market) and the cloud's raw
+code and message, so the autoscaler can remember "this offering has no capacity" and the user
+can see exactly what the cloud said.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from providers.base import Offering
+
+
+class ProviderError(Exception):
+    """A cloud call failed."""
+
+    kind = "error"
+
+    def __init__(
+        self,
+        message: str,
+        offering: Offering | None = None,
+        code: str | None = None,
+        raw_message: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.offering = offering
+        self.code = code
+        self.raw_message = raw_message if raw_message is not None else message
+
+    def __str__(self) -> str:
+        where = f" [{self.offering}]" if self.offering else ""
+        code = f" ({self.code})" if self.code else ""
+        return f"{self.kind}{where}{code}: {super().__str__()}"
+
+
+class CapacityError(ProviderError):
+    """The offering has no capacity now (stockout, unsupported in this zone)."""
+
+    kind = "capacity"
+
+
+class QuotaError(ProviderError):
+    """An account limit was hit; ``quota`` names which one to raise."""
+
+    kind = "quota"
+
+    def __init__(self, message: str, quota: str | None = None, **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.quota = quota
+
+
+class ThrottledError(ProviderError):
+    """Still rate limited after the SDK's own retries."""
+
+    kind = "throttled"
+
+
+class AccessDeniedError(ProviderError):
+    """The credentials lack a permission; ``action`` names it (e.g. ``ec2:RunInstances``)."""
+
+    kind = "permission"
+
+    def __init__(self, message: str, action: str | None = None, **kwargs) -> None:
+        super().__init__(message, **kwargs)
+        self.action = action
+
+
+class InvalidConfigError(ProviderError):
+    """The request itself is wrong: bad image, subnet, instance type or parameter."""
+
+    kind = "invalid-config"
+
+
+class NodeNotFoundError(ProviderError):
+    """The resource does not exist (or no longer does)."""
+
+    kind = "not-found"
+
+
+ERROR_CLASSES: tuple[type[ProviderError], ...] = (
+    CapacityError,
+    QuotaError,
+    ThrottledError,
+    AccessDeniedError,
+    InvalidConfigError,
+    NodeNotFoundError,
+)
