@@ -1,0 +1,125 @@
+"""Capacity of one host, with per-device accounting, in integer share units.
+
+Quantities are fixed-point (1/10,000, as Ray and ``accel.allocation`` use) so packing never
+drifts. A *bin* is one host: its free scalar resources and, per accelerator resource, the
+free share of each device. A fractional request must fit on one device; a whole request takes
+fully free devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from accel.allocation import SHARE_UNITS
+
+Vector = dict[str, int]
+
+
+def to_units(resources: Mapping[str, float]) -> Vector:
+    return {name: round(q * SHARE_UNITS) for name, q in resources.items() if q}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One bundle, in units: scalar needs and, per device resource, the share per device."""
+
+    needs: tuple[tuple[str, int], ...]
+    devices: tuple[tuple[str, int], ...]
+    """(resource, units): a multiple of ``SHARE_UNITS`` takes that many whole devices; less
+    than one device must fit on a single device."""
+
+    @classmethod
+    def of(cls, resources: Mapping[str, float], device_resources: Iterable[str]) -> Part:
+        needs = to_units(resources)
+        device_set = set(device_resources)
+        return cls(
+            tuple(sorted(needs.items())),
+            tuple(sorted((r, q) for r, q in needs.items() if r in device_set)),
+        )
+
+
+@dataclass(eq=False)
+class Bin:
+    """One host of a node (existing, or new in this plan)."""
+
+    node_type: str
+    unit: int
+    """Which unit (node / slice) it belongs to; hosts of one slice share it."""
+    free: Vector
+    devices: dict[str, list[int]]
+    new: bool
+    spread_slots: dict[int, int] = field(default_factory=dict)
+    """STRICT_SPREAD group -> the slot of that group this bin hosts (one slot per group)."""
+
+    def copy(self, unit: int) -> Bin:
+        return Bin(
+            self.node_type,
+            unit,
+            dict(self.free),
+            {r: list(shares) for r, shares in self.devices.items()},
+            self.new,
+            dict(self.spread_slots),
+        )
+
+    # Fitting ----------------------------------------------------------------------------
+    def fit_count(self, part: Part, limit: int) -> int:
+        """How many copies of ``part`` fit (at most ``limit``)."""
+        count = limit
+        for name, need in part.needs:
+            if need > 0:
+                count = min(count, self.free.get(name, 0) // need)
+                if count == 0:
+                    return 0
+        for name, share in part.devices:
+            count = min(count, self._device_fit(name, share))
+        return max(count, 0)
+
+    def _device_fit(self, name: str, share: int) -> int:
+        shares = self.devices.get(name)
+        if shares is None:
+            return 1 << 30  # a logical resource without devices: scalars decide
+        if share >= SHARE_UNITS:
+            return sum(1 for s in shares if s == SHARE_UNITS) // (share // SHARE_UNITS)
+        return sum(s // share for s in shares)
+
+    def fits_all(self, parts: Iterable[Part]) -> bool:
+        """Whether every part fits together (a STRICT_PACK group), checked by trial."""
+        trial = self.copy(self.unit)
+        for part in parts:
+            if trial.fit_count(part, 1) < 1:
+                return False
+            trial.place(part, 1)
+        return True
+
+    # Changing ---------------------------------------------------------------------------
+    def place(self, part: Part, count: int) -> list[tuple[str, int, int]]:
+        """Take ``count`` copies; returns the device grants (resource, device, units)."""
+        for name, need in part.needs:
+            self.free[name] = self.free.get(name, 0) - need * count
+        grants: list[tuple[str, int, int]] = []
+        for name, share in part.devices:
+            shares = self.devices.get(name)
+            if shares is not None:
+                for _ in range(count):
+                    grants.extend((name, index, units) for index, units in _take(shares, share))
+        return grants
+
+    def remove(self, part: Part, count: int, grants: Iterable[tuple[str, int, int]]) -> None:
+        """Undo a :meth:`place` given its grants."""
+        for name, need in part.needs:
+            self.free[name] = self.free.get(name, 0) + need * count
+        for name, index, units in grants:
+            self.devices[name][index] += units
+
+
+def _take(shares: list[int], share: int) -> list[tuple[int, int]]:
+    """Whole devices lowest index first, or best fit for a fraction; (device, units) taken."""
+    if share >= SHARE_UNITS:
+        whole = [i for i, free in enumerate(shares) if free == SHARE_UNITS][: share // SHARE_UNITS]
+        for index in whole:
+            shares[index] = 0
+        return [(index, SHARE_UNITS) for index in whole]
+    _, index = min((free, i) for i, free in enumerate(shares) if free >= share)
+    shares[index] -= share
+    return [(index, share)]

@@ -1,0 +1,176 @@
+"""Demand as packable items, the node types each item fits, and why an item fits none.
+
+An item is ``count`` copies of something that must land on one host: a bundle, or a whole
+STRICT_PACK group (several parts together). A STRICT_SPREAD group of ``k`` bundles becomes
+``k`` items (slots) that must land on distinct hosts, all or nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from accel.families import ACCELERATOR_RESOURCES
+from accel.names import closest, get
+from autoscaler.planner.capacity import Bin, Part, to_units
+from autoscaler.planner.model import (
+    PACK,
+    STRICT_PACK,
+    STRICT_SPREAD,
+    Demand,
+    NodeType,
+    Resources,
+)
+
+TOKEN_PREFIX = "accelerator_type:"
+DEVICE_RESOURCES = frozenset(ACCELERATOR_RESOURCES)
+
+
+@dataclass
+class Item:
+    index: int
+    resources: tuple[Resources, ...]
+    """The bundle(s) one copy consists of."""
+    parts: tuple[Part, ...]
+    count: int
+    candidates: tuple[str, ...] = ()
+    spread_group: int | None = None
+    slot: int | None = None
+    cpu_only: bool = False
+
+    @property
+    def needs(self) -> dict[str, int]:
+        """Summed needs of one copy, in units."""
+        total: dict[str, int] = {}
+        for part in self.parts:
+            for name, need in part.needs:
+                total[name] = total.get(name, 0) + need
+        return total
+
+
+def is_accelerator_resource(name: str) -> bool:
+    return name in DEVICE_RESOURCES or name.startswith(TOKEN_PREFIX)
+
+
+def is_accelerator_type(node_type: NodeType) -> bool:
+    resources = {**node_type.resources, **node_type.head_resources}
+    return any(q > 0 and is_accelerator_resource(r) for r, q in resources.items())
+
+
+def fresh_host(node_type: NodeType, host: int, unit: int, new: bool = True) -> Bin:
+    """An empty host of ``node_type`` (host 0 of a slice carries the head resources)."""
+    resources = dict(node_type.resources)
+    if host == 0:
+        for name, quantity in node_type.head_resources.items():
+            resources[name] = resources.get(name, 0) + quantity
+    devices = {
+        name: device_shares(quantity, node_type.devices.get(name))
+        for name, quantity in resources.items()
+        if name in DEVICE_RESOURCES and quantity > 0
+    }
+    return Bin(node_type.name, unit, to_units(resources), devices, new)
+
+
+def device_shares(quantity: float, count: int | None) -> list[int]:
+    """Per-device free units: ``count`` equal devices, or whole devices plus a fraction
+    (a partitioned GPU advertising 0.125 is one device with an eighth of a share)."""
+    total = to_units({"x": quantity}).get("x", 0)
+    if count:
+        return [total // count] * count
+    whole, rest = divmod(total, 10_000)
+    return [10_000] * whole + ([rest] if rest else [])
+
+
+def build_items(demand: Demand, node_types: Sequence[NodeType]) -> list[Item]:
+    """Items in demand order (candidates are assigned separately)."""
+    items: list[Item] = []
+
+    def add(resources: Sequence[Resources], count: int, **extra) -> Item:
+        parts = tuple(Part.of(r, DEVICE_RESOURCES) for r in resources)
+        cpu_only = not any(is_accelerator_resource(n) for r in resources for n in r if r[n])
+        item = Item(len(items), tuple(resources), parts, count, cpu_only=cpu_only, **extra)
+        items.append(item)
+        return item
+
+    for bundle in demand.bundles:
+        add((bundle.resources,), bundle.count)
+    for group_index, group in enumerate(demand.placement_groups):
+        if group.strategy == STRICT_SPREAD:
+            for slot, bundle in enumerate(group.bundles):
+                add((bundle,), group.count, spread_group=group_index, slot=slot)
+            continue
+        if group.strategy in (STRICT_PACK, PACK):
+            packed = add(group.bundles, group.count)
+            # PACK is a preference: a group no host can hold is planned bundle by bundle.
+            if group.strategy == STRICT_PACK or any(fits_type(packed, t) for t in node_types):
+                continue
+            items.pop()
+        # SPREAD (and an unpackable PACK): capacity-wise these are independent bundles.
+        for bundle in group.bundles:
+            add((bundle,), group.count)
+    return items
+
+
+def fits_type(item: Item, node_type: NodeType) -> bool:
+    """Whether one copy fits on one host of a fresh unit (host 0 is the roomiest)."""
+    return fresh_host(node_type, 0, -1).fits_all(item.parts)
+
+
+def assign_candidates(items: list[Item], node_types: Sequence[NodeType]) -> None:
+    """Each item's candidate types: fitting ones, CPU-only items kept off accelerator types
+    whenever a type without accelerators fits (whatever other demand does)."""
+    accelerated = {t.name for t in node_types if is_accelerator_type(t)}
+    for item in items:
+        fitting = [t.name for t in node_types if fits_type(item, t)]
+        if item.cpu_only:
+            plain = [name for name in fitting if name not in accelerated]
+            fitting = plain or fitting
+        item.candidates = tuple(fitting)
+
+
+def infeasible_reason(item: Item, node_types: Sequence[NodeType]) -> tuple[str, str | None]:
+    """Why no node type fits ``item``, and the closest one."""
+    tokens = {
+        n[len(TOKEN_PREFIX) :] for r in item.resources for n in r if n.startswith(TOKEN_PREFIX)
+    }
+    advertised = {
+        n[len(TOKEN_PREFIX) :]
+        for t in node_types
+        for n in {**t.resources, **t.head_resources}
+        if n.startswith(TOKEN_PREFIX)
+    }
+    for token in sorted(tokens - advertised):
+        if get(token) is None:
+            suggestions = closest(token)
+            hint = f"; closest: {', '.join(suggestions)}" if suggestions else ""
+            return f"unknown accelerator type {token!r}{hint}", None
+        offered = ", ".join(sorted(advertised)) or "none"
+        return (
+            f"no node type advertises accelerator_type:{token} (node types offer: {offered})",
+            None,
+        )
+    if not node_types:
+        return "no node types are configured", None
+    shortfalls = {t.name: _shortfall(item, t) for t in node_types}
+    best = min(node_types, key=lambda t: (len(shortfalls[t.name]), -t.priority, t.name))
+    detail = "; ".join(shortfalls[best.name]) or "the parts do not fit together on one host"
+    return f"no node type can host it; closest is {best.name}: {detail}", best.name
+
+
+def _shortfall(item: Item, node_type: NodeType) -> list[str]:
+    host = fresh_host(node_type, 0, -1)
+    needs = item.needs
+    problems = []
+    for name, need in sorted(needs.items()):
+        have = host.free.get(name, 0)
+        if need > have:
+            problems.append(f"needs {name} {need / 10_000:g}, has {have / 10_000:g}")
+    for part in item.parts:
+        for name, share in part.devices:
+            shares = host.devices.get(name, [])
+            if share < 10_000 and shares and max(shares) < share:
+                problems.append(
+                    f"{name} {share / 10_000:g} must fit on one device "
+                    f"(largest device share {max(shares) / 10_000:g})"
+                )
+    return problems

@@ -1,0 +1,145 @@
+"""The planner's inputs and outputs: plain frozen records, no I/O.
+
+Demand is *shapes with counts* (one record for 5,000 identical bundles). Resources are
+``{name: quantity}`` maps in the node resource model (``CPU``, ``memory`` in bytes, ``GPU``,
+``TPU``, ``neuron_cores``, ``accelerator_type:<T>``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+Resources = Mapping[str, float]
+
+PACK = "PACK"
+SPREAD = "SPREAD"
+STRICT_PACK = "STRICT_PACK"
+STRICT_SPREAD = "STRICT_SPREAD"
+STRATEGIES = (PACK, SPREAD, STRICT_PACK, STRICT_SPREAD)
+
+
+@dataclass(frozen=True)
+class NodeType:
+    """A launchable node type. A multi-host TPU slice is one unit of ``hosts`` hosts."""
+
+    name: str
+    resources: Resources
+    """What one host advertises (host 0 of a slice additionally carries ``head_resources``)."""
+    price: float | None
+    """Hourly price of one unit (the whole slice); None when unknown."""
+    min_workers: int = 0
+    max_workers: int | None = None
+    """Units of this type allowed at once (None: no per-type limit)."""
+    hosts: int = 1
+    head_resources: Resources = field(default_factory=dict)
+    """Extra resources on host 0 only, e.g. ``{"TPU-v4-16-head": 1}``."""
+    devices: Mapping[str, int] = field(default_factory=dict)
+    """Device count per accelerator resource on one host (``{"GPU": 8}``): a fractional
+    request must fit one device's remaining share. Defaults to the resource quantity."""
+    market: str = "on-demand"
+    priority: int = 0
+    """Higher wins between types of equal cost."""
+    available: bool = True
+    """False while every offering of the type is known to be out of capacity."""
+
+
+@dataclass(frozen=True)
+class ExistingNode:
+    """A node that is running or already being launched, with what is still free on it."""
+
+    node_type: str
+    free: Resources
+    device_free: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    """Free share of each device per accelerator resource (``{"GPU": (1.0, 0.4)}``)."""
+    pending: bool = False
+    host: int = 0
+    """Host index within its slice (one record per host)."""
+    node_id: str | None = None
+
+
+@dataclass(frozen=True)
+class BundleDemand:
+    """``count`` identical bundles, each placeable on its own."""
+
+    resources: Resources
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class PlacementGroupDemand:
+    """``count`` identical placement groups."""
+
+    strategy: str
+    bundles: tuple[Resources, ...]
+    count: int = 1
+
+
+@dataclass(frozen=True)
+class Demand:
+    bundles: tuple[BundleDemand, ...] = ()
+    placement_groups: tuple[PlacementGroupDemand, ...] = ()
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_workers: int | None = None
+    """Worker units allowed across the cluster (None: unlimited)."""
+    upscaling_speed: float | None = None
+    """Launches of a type per step are capped at ``max(5, speed x its current units)`` once
+    it has units; a type with none may launch all its demand needs in the first step."""
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    node_types: tuple[NodeType, ...]
+    demand: Demand
+    existing: tuple[ExistingNode, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """``count`` new units of ``node_type`` and the demand they serve."""
+
+    node_type: str
+    count: int
+    reason: str
+    """``demand`` or ``min_workers``."""
+    serves: tuple[tuple[Resources, int], ...] = ()
+    """(bundle resources, how many) placed on these new units."""
+
+
+@dataclass(frozen=True)
+class Infeasible:
+    resources: Resources
+    count: int
+    reason: str
+    closest_node_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    launches: tuple[Launch, ...]
+    infeasible: tuple[Infeasible, ...]
+    cost_per_hour: float
+    """Hourly cost of the new units (unknown prices count as 0 and are listed in notes)."""
+    lower_bound_per_hour: float
+    """No plan that places the same demand costs less."""
+    placed_on_existing: int = 0
+    deferred: tuple[tuple[str, int], ...] = ()
+    """(node type, units) held back by limits (upscaling_speed, max_workers)."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def gap(self) -> float:
+        """Relative distance to the lower bound (0.02 = within 2%)."""
+        if self.cost_per_hour <= 0:
+            return 0.0
+        return (self.cost_per_hour - self.lower_bound_per_hour) / self.cost_per_hour
+
+    def launch_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for launch in self.launches:
+            counts[launch.node_type] = counts.get(launch.node_type, 0) + launch.count
+        return counts
