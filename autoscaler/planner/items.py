@@ -151,10 +151,19 @@ def infeasible_reason(item: Item, node_types: Sequence[NodeType]) -> tuple[str, 
         )
     if not node_types:
         return "no node types are configured", None
-    shortfalls = {t.name: _shortfall(item, t) for t in node_types}
-    best = min(node_types, key=lambda t: (len(shortfalls[t.name]), -t.priority, t.name))
-    detail = "; ".join(shortfalls[best.name]) or "the parts do not fit together on one host"
+    scores = {t.name: _distance(item, t) for t in node_types}
+    best = min(node_types, key=lambda t: (scores[t.name], -t.priority, t.name))
+    detail = "; ".join(_shortfall(item, best)) or "the parts do not fit together on one host"
     return f"no node type can host it; closest is {best.name}: {detail}", best.name
+
+
+def _distance(item: Item, node_type: NodeType) -> tuple[int, float]:
+    """How far a type is from fitting: resources it lacks entirely, then relative shortfall."""
+    have = fresh_host(node_type, 0, -1).free
+    needs = item.needs
+    absent = sum(1 for name, need in needs.items() if need and not have.get(name))
+    short = sum(max(0, need - have.get(name, 0)) / need for name, need in needs.items() if need)
+    return absent, round(short, 9)
 
 
 def _shortfall(item: Item, node_type: NodeType) -> list[str]:
