@@ -22,6 +22,7 @@ DEBUG_ENV_VAR = "AUTOSCALE_DEBUG"
     lazy_subcommands={
         "node": "autoscaler.cli.node:node",
         "catalog": "autoscaler.cli.catalog:catalog",
+        "plan": "autoscaler.cli.plan:plan",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )

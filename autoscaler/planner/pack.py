@@ -43,6 +43,10 @@ class Packer:
         self.demand_units: dict[str, list[int]] = {}
         """Units launched for demand, per type (min_workers units are not listed here)."""
         self.log: list[Placement] = []
+        self.placed: dict[int, int] = {}
+        """Copies placed per item index."""
+        self.unit_load: dict[tuple[str, int], int] = {}
+        """Copies placed per (node type, unit)."""
         self._next_unit = max((b.unit for bins in self.bins.values() for b in bins), default=0) + 1
 
     # Placing onto open hosts ------------------------------------------------------------
@@ -81,7 +85,17 @@ class Packer:
             grants.extend(host.place(part, count))
         if item.spread_group is not None:
             host.spread_slots[item.spread_group] = item.slot
-        self.log.append(Placement(item, host, count, grants))
+        self._append(Placement(item, host, count, grants))
+
+    def _append(self, placement: Placement) -> None:
+        self.log.append(placement)
+        self._count(placement, placement.count)
+
+    def _count(self, placement: Placement, copies: int) -> None:
+        index = placement.item.index
+        self.placed[index] = self.placed.get(index, 0) + copies
+        key = (placement.bin.node_type, placement.bin.unit)
+        self.unit_load[key] = self.unit_load.get(key, 0) + copies
 
     # Opening units ----------------------------------------------------------------------
     def room(self, node_type: str) -> int | None:
@@ -128,9 +142,8 @@ class Packer:
             unit = self._new_unit_id(node_type)
             clones = {id(h): h.copy(unit) for h in hosts}
             self.bins[node_type].extend(clones.values())
-            self.log.extend(
-                Placement(p.item, clones[id(p.bin)], p.count, list(p.grants)) for p in template
-            )
+            for p in template:
+                self._append(Placement(p.item, clones[id(p.bin)], p.count, list(p.grants)))
         for index, n in used.items():
             left[index] -= n * max(copies, 0)
 
@@ -170,6 +183,7 @@ class Packer:
         for name, index, units in placement.grants:
             placement.bin.devices[name][index] += units
         self.log.remove(placement)
+        self._count(placement, -placement.count)
 
     def redo(self, placement: Placement) -> None:
         """Re-apply an undone placement exactly where it was."""
@@ -178,10 +192,10 @@ class Packer:
                 placement.bin.free[name] = placement.bin.free.get(name, 0) - need * placement.count
         for name, index, units in placement.grants:
             placement.bin.devices[name][index] -= units
-        self.log.append(placement)
+        self._append(placement)
 
     def placed_count(self, item: Item) -> int:
-        return sum(p.count for p in self.log if p.item is item)
+        return self.placed.get(item.index, 0)
 
 
 def _size(item: Item, node_type: NodeType) -> tuple[float, int]:

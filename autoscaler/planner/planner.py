@@ -296,17 +296,13 @@ def _empty_weak_units(packer: Packer, prices: Mapping[str, float]) -> None:
     into free room elsewhere (a cheaper plan when rounding left a unit nearly idle)."""
     for name, units in list(packer.demand_units.items()):
         for unit in list(units):
-            if not any(p.bin.unit == unit for p in packer.log if p.bin.node_type == name):
+            if not packer.unit_load.get((name, unit)):
                 packer.close_unit(name, unit)
     for name in sorted(packer.demand_units, key=lambda n: -prices[n]):
         units = packer.demand_units[name]
         if not units:
             continue
-        load = defaultdict(int)
-        for p in packer.log:
-            if p.bin.new and p.bin.node_type == name and p.bin.unit in units:
-                load[p.bin.unit] += p.count
-        weakest = min(units, key=lambda u: (load[u], -u))
+        weakest = min(units, key=lambda u: (packer.unit_load.get((name, u), 0), -u))
         moved = [p for p in packer.log if p.bin.node_type == name and p.bin.unit == weakest]
         _try_move(packer, moved, name, weakest)
 
@@ -344,6 +340,12 @@ def _launches(
     ]
     deferred = []
     speed = request.limits.upscaling_speed
+    serves: dict[str, dict[tuple, int]] = defaultdict(lambda: defaultdict(int))
+    demand_units = {name: set(units) for name, units in packer.demand_units.items()}
+    for p in packer.log:
+        if p.bin.new and p.bin.unit in demand_units.get(p.bin.node_type, ()):
+            for resources in p.item.resources:
+                serves[p.bin.node_type][tuple(sorted(resources.items()))] += p.count
     for name in sorted(packer.demand_units):
         count = len(packer.demand_units[name])
         if not count:
@@ -354,14 +356,8 @@ def _launches(
             if count > cap:
                 deferred.append((name, count - cap))
                 count = cap
-        serves: dict[tuple, int] = defaultdict(int)
-        for p in packer.log:
-            if p.bin.new and p.bin.node_type == name and p.bin.unit in packer.demand_units[name]:
-                for resources in p.item.resources:
-                    serves[tuple(sorted(resources.items()))] += p.count
-        launches.append(
-            Launch(name, count, "demand", tuple((dict(k), n) for k, n in sorted(serves.items())))
-        )
+        served = tuple((dict(k), n) for k, n in sorted(serves[name].items()))
+        launches.append(Launch(name, count, "demand", served))
     return launches, deferred
 
 

@@ -1,0 +1,140 @@
+"""``autoscale plan``: what to launch for a demand, offline (no cloud access)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from autoscaler.cli.output import format_bytes, format_quantity, print_json, print_table
+
+if TYPE_CHECKING:
+    from autoscaler.config import ClusterConfig
+    from autoscaler.planner.model import Demand, NodeType, Plan
+
+
+class InputError(click.ClickException):
+    """A problem in the user's config or demand: one line per problem, exit code 2."""
+
+    exit_code = 2
+
+
+@click.command()
+@click.argument("cluster_yaml", type=click.Path(dir_okay=False))
+@click.option("--demand", "demand_source", help="Demand JSON file (or inline JSON).")
+@click.option("--bundles", help="JSON list of bundles, e.g. '[{\"GPU\": 1}]'.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--explain", is_flag=True, help="Add planner notes, warnings, ignored Ray keys.")
+def plan(
+    cluster_yaml: str, demand_source: str | None, bundles: str | None, as_json: bool, explain: bool
+) -> None:
+    """Plan the cheapest launches for DEMAND on CLUSTER_YAML's node types."""
+    from autoscaler import planner
+    from autoscaler.planner.model import PlanRequest
+
+    config, demand = _load(cluster_yaml, demand_source, bundles)
+    result = planner.plan(
+        PlanRequest(
+            node_types=config.node_types(),
+            demand=demand,
+            existing=config.head_existing_nodes(),
+            limits=config.limits(),
+        )
+    )
+    if as_json:
+        print_json(plan_dict(result, config if explain else None))
+        return
+    _print_plan(result, {t.name: t for t in config.node_types()})
+    if explain:
+        _print_explain(result, config)
+    elif config.warnings:
+        click.echo(f"{len(config.warnings)} config warning(s): see --explain", err=True)
+
+
+def _load(
+    cluster_yaml: str, demand_source: str | None, bundles: str | None
+) -> tuple[ClusterConfig, Demand]:
+    from autoscaler.config import ConfigError, load_cluster_config
+    from autoscaler.demand import DemandError, combine, load_demand, parse_bundles
+
+    try:
+        config = load_cluster_config(cluster_yaml)
+        parts = [load_demand(demand_source)] if demand_source else []
+        parts += [parse_bundles(bundles)] if bundles else []
+    except (ConfigError, DemandError) as err:
+        raise InputError(str(err)) from None
+    return config, combine(*parts)
+
+
+def plan_dict(result: Plan, config: ClusterConfig | None = None) -> dict[str, Any]:
+    """The ``--json`` document; ``config`` adds the ``explain`` section."""
+    data: dict[str, Any] = {
+        "launch": result.launch_counts(),
+        "infeasible": [
+            {"resources": dict(i.resources), "count": i.count, "reason": i.reason}
+            for i in result.infeasible
+        ],
+        "cost_per_hour": result.cost_per_hour,
+        "lower_bound_per_hour": result.lower_bound_per_hour,
+    }
+    if config is not None:
+        data["explain"] = {
+            "notes": list(result.notes),
+            "warnings": list(config.warnings),
+            "ignored_keys": list(config.ignored_keys()),
+        }
+    return data
+
+
+def format_resources(resources: Mapping[str, float]) -> str:
+    return ", ".join(
+        f"{name}: {format_bytes(q) if name == 'memory' else format_quantity(q)}"
+        for name, q in resources.items()
+    )
+
+
+def _print_plan(result: Plan, node_types: Mapping[str, NodeType]) -> None:
+    rows = []
+    for launch in result.launches:
+        price = node_types[launch.node_type].price
+        serves = "; ".join(f"{n} x {{{format_resources(r)}}}" for r, n in launch.serves)
+        rows.append(
+            (
+                launch.node_type,
+                launch.count,
+                serves or launch.reason,
+                None if price is None else f"{price * launch.count:.4f}",
+            )
+        )
+    if rows:
+        print_table("Launch", ["node type", "count", "serves", "$/hour"], rows)
+    else:
+        click.echo("Nothing to launch.")
+    if result.infeasible:
+        print_table(
+            "Infeasible demand",
+            ["resources", "count", "reason"],
+            [(format_resources(i.resources), i.count, i.reason) for i in result.infeasible],
+        )
+    for node_type, units in result.deferred:
+        click.echo(f"Deferred by limits: {units} x {node_type}")
+    if result.placed_on_existing:
+        click.echo(f"Placed on existing nodes: {result.placed_on_existing}")
+    click.echo(
+        f"Total: ${result.cost_per_hour:.4f}/hour; lower bound "
+        f"${result.lower_bound_per_hour:.4f}/hour (gap {result.gap:.1%})"
+    )
+
+
+def _print_explain(result: Plan, config: ClusterConfig) -> None:
+    sections = (
+        ("Planner notes", result.notes),
+        ("Config warnings", config.warnings),
+        ("Ray keys kept but not acted on", config.ignored_keys()),
+    )
+    for title, lines in sections:
+        if lines:
+            click.echo(f"\n{title}:")
+            for line in lines:
+                click.echo(f"  - {line}")

@@ -1,0 +1,109 @@
+"""The cluster YAML: Ray's format (an existing Ray AWS/GCP cluster YAML loads unchanged) plus
+per-node-type ``cost_per_hour``, ``idle_timeout_minutes``, ``priority`` and ``market``.
+
+``load_cluster_config(path)`` validates everything offline and fills each node type's
+resources and price from the instance catalog; any problem raises one :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from autoscaler.config.errors import ConfigError, ConfigProblem, from_validation_error
+from autoscaler.config.node_types import build_node_type
+from autoscaler.config.schema import ClusterSpec
+from autoscaler.planner.model import ExistingNode, Limits, NodeType
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """A validated cluster YAML with its node types filled."""
+
+    spec: ClusterSpec
+    """Everything the YAML said, Ray-only keys included."""
+    filled: tuple[NodeType, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def head_node_type(self) -> str:
+        return self.spec.head_node_type
+
+    def node_types(self) -> tuple[NodeType, ...]:
+        """Every node type, the head's included, in YAML order."""
+        return self.filled
+
+    def node_type(self, name: str) -> NodeType:
+        return next(t for t in self.filled if t.name == name)
+
+    def limits(self) -> Limits:
+        return Limits(max_workers=self.spec.max_workers, upscaling_speed=self.spec.upscaling_speed)
+
+    def idle_timeout_minutes(self, node_type: str) -> float:
+        own = self.spec.available_node_types[node_type].idle_timeout_minutes
+        return self.spec.idle_timeout_minutes if own is None else own
+
+    def head_existing_nodes(self) -> tuple[ExistingNode, ...]:
+        """The head node as running capacity, fully free (one record per host)."""
+        head = self.node_type(self.head_node_type)
+        return tuple(
+            ExistingNode(
+                node_type=head.name,
+                free={**head.resources, **(head.head_resources if host == 0 else {})},
+                device_free={
+                    name: (head.resources[name] / count,) * count
+                    for name, count in head.devices.items()
+                },
+                host=host,
+                node_id="head" if head.hosts == 1 else f"head/{host}",
+            )
+            for host in range(head.hosts)
+        )
+
+    def ignored_keys(self) -> tuple[str, ...]:
+        """Dotted paths of the Ray keys present that we keep but do not act on."""
+        return tuple(self.spec.ignored_keys())
+
+
+def load_cluster_config(path: str | Path) -> ClusterConfig:
+    """Read, validate and fill ``path``; raises :class:`ConfigError` listing every problem."""
+    source = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except OSError as err:
+        raise ConfigError(source, [f"cannot read: {err.strerror or err}"]) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or err
+        raise ConfigError(source, [f"not valid YAML{where}: {problem}"]) from None
+    return parse_cluster_config(data, source)
+
+
+def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
+    """Validate and fill already-parsed YAML."""
+    if not isinstance(data, dict):
+        raise ConfigError(source, ["expected a mapping of cluster settings at the top level"])
+    try:
+        spec = ClusterSpec.model_validate(data)
+    except ValidationError as err:
+        raise from_validation_error(source, err) from None
+    warnings: list[str] = []
+    if spec.provider.price_region() is None:
+        warnings.append("provider.region is not set: prices are each type's cheapest region's")
+    filled, problems = [], []
+    for name, node_type in spec.available_node_types.items():
+        try:
+            filled.append(build_node_type(name, node_type, spec.provider, warnings))
+        except ConfigProblem as problem:
+            problems.append(str(problem))
+    if problems:
+        raise ConfigError(source, problems)
+    return ClusterConfig(spec, tuple(filled), tuple(warnings))
+
+
+__all__ = ["ClusterConfig", "ConfigError", "load_cluster_config", "parse_cluster_config"]

@@ -1,0 +1,170 @@
+"""The cluster YAML's shape: Ray's keys, plus ours, as pydantic models.
+
+Ray keys we accept and keep but do not act on are listed in each model's ``RAY_ONLY``.
+Defaults follow Ray's (``max_workers`` 2, ``upscaling_speed`` 1.0, ``idle_timeout_minutes`` 5).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    model_validator,
+)
+
+from autoscaler.config.suggest import did_you_mean
+
+Commands = list[str]
+Market = Literal["spot", "on-demand"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    RAY_ONLY: ClassVar[tuple[str, ...]] = ()
+    """Ray keys accepted and kept, not acted on."""
+
+    def ray_only_keys(self) -> list[str]:
+        return [key for key in self.RAY_ONLY if key in self.model_fields_set]
+
+
+class ProviderConfig(BaseModel):
+    """``provider``: the cloud and where; other keys belong to the cloud's plugin."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: Literal["aws", "gcp"]
+    region: str | None = None
+    availability_zone: str | None = None
+    project_id: str | None = None
+    endpoint_url: str | None = None
+    emulator: bool = False
+    cache_stopped_nodes: bool | None = None
+
+    def price_region(self) -> str | None:
+        """``region``; on GCP the zone's region when only ``availability_zone`` is set."""
+        if self.region or self.type != "gcp" or not self.availability_zone:
+            return self.region
+        return self.availability_zone.rsplit("-", 1)[0]
+
+
+class NodeTypeConfig(_Section):
+    """One entry of ``available_node_types``."""
+
+    RAY_ONLY = ("worker_setup_commands", "initialization_commands", "docker")
+
+    node_config: dict[str, Any] = Field(default_factory=dict)
+    resources: dict[str, NonNegativeFloat] | None = None
+    """What one host advertises; catalog values fill the keys not given."""
+    min_workers: NonNegativeInt = 0
+    max_workers: NonNegativeInt | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    worker_setup_commands: Commands | None = None
+    initialization_commands: Commands | None = None
+    docker: dict[str, Any] | None = None
+    # Ours.
+    cost_per_hour: NonNegativeFloat | None = None
+    idle_timeout_minutes: NonNegativeFloat | None = None
+    priority: int = 0
+    market: Market | None = None
+    """None: spot when node_config asks the cloud for spot capacity, else on-demand."""
+
+    @model_validator(mode="after")
+    def _min_within_max(self) -> NodeTypeConfig:
+        if self.max_workers is not None and self.min_workers > self.max_workers:
+            raise ValueError(
+                f"min_workers ({self.min_workers}) exceeds max_workers ({self.max_workers})"
+            )
+        return self
+
+
+class ClusterSpec(_Section):
+    """The whole cluster YAML."""
+
+    RAY_ONLY = (
+        "auth",
+        "docker",
+        "file_mounts",
+        "file_mounts_sync_continuously",
+        "cluster_synced_files",
+        "rsync_exclude",
+        "rsync_filter",
+        "initialization_commands",
+        "setup_commands",
+        "head_setup_commands",
+        "worker_setup_commands",
+        "head_start_ray_commands",
+        "worker_start_ray_commands",
+        "metadata",
+        "no_restart",
+        # Deprecated in Ray.
+        "min_workers",
+        "initial_workers",
+        "autoscaling_mode",
+        "target_utilization_fraction",
+        "worker_default_node_type",
+        "head_node",
+        "worker_nodes",
+    )
+
+    cluster_name: str = "default"
+    max_workers: NonNegativeInt = 2
+    """Worker units across the cluster, the head not counted."""
+    upscaling_speed: NonNegativeFloat = 1.0
+    idle_timeout_minutes: NonNegativeFloat = 5
+    provider: ProviderConfig
+    available_node_types: dict[str, NodeTypeConfig] = Field(min_length=1)
+    head_node_type: str
+    auth: dict[str, Any] | None = None
+    docker: dict[str, Any] | None = None
+    file_mounts: dict[str, str] | None = None
+    file_mounts_sync_continuously: bool | None = None
+    cluster_synced_files: list[str] | None = None
+    rsync_exclude: list[str] | None = None
+    rsync_filter: list[str] | None = None
+    initialization_commands: Commands | None = None
+    setup_commands: Commands | None = None
+    head_setup_commands: Commands | None = None
+    worker_setup_commands: Commands | None = None
+    head_start_ray_commands: Commands | None = None
+    worker_start_ray_commands: Commands | None = None
+    metadata: dict[str, Any] | None = None
+    no_restart: Any = None
+    min_workers: Any = None
+    initial_workers: Any = None
+    autoscaling_mode: Any = None
+    target_utilization_fraction: Any = None
+    worker_default_node_type: Any = None
+    head_node: Any = None
+    worker_nodes: Any = None
+
+    @model_validator(mode="after")
+    def _head_is_a_node_type(self) -> ClusterSpec:
+        names = list(self.available_node_types)
+        if self.head_node_type not in names:
+            raise ValueError(
+                f"head_node_type: {self.head_node_type!r} is not in available_node_types"
+                f"{did_you_mean(self.head_node_type, names)}"
+            )
+        return self
+
+    def ignored_keys(self) -> list[str]:
+        """Dotted paths of the Ray keys present that we keep but do not act on."""
+        keys = self.ray_only_keys()
+        for name, node_type in self.available_node_types.items():
+            keys += [f"available_node_types.{name}.{key}" for key in node_type.ray_only_keys()]
+        return keys
+
+
+def model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model whose keys live at ``loc`` (for unknown-key suggestions)."""
+    if not loc:
+        return ClusterSpec
+    if len(loc) == 2 and loc[0] == "available_node_types":
+        return NodeTypeConfig
+    return None

@@ -1,0 +1,109 @@
+"""Deterministic, realistic planning problems over real EC2 node types.
+
+``problem(bundles, seed)`` returns a Ray-style cluster YAML (as a dict) and a demand file (as
+a dict) with a mix of CPU tasks, fractional GPU tasks, typed GPU tasks, 8-GPU training
+bundles, Neuron tasks, STRICT_SPREAD gangs and a few infeasible bundles. The node types are
+drawn from CPU, T4/A10G/L4/L40S/A100/H100 GPU, Trainium and Inferentia families (20 to 60
+types depending on the seed and scale).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+CPU_TYPES = [f"{family}.{size}" for family in ("m6i", "c6i", "r6i", "m7i", "c7i")
+             for size in ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]  # fmt: skip
+GPU_TYPES = {
+    "T4": ["g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge", "g4dn.12xlarge", "g4dn.metal"],
+    "A10G": ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.12xlarge", "g5.48xlarge"],
+    "L4": ["g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6.12xlarge", "g6.48xlarge"],
+    "L40S": ["g6e.xlarge", "g6e.2xlarge", "g6e.12xlarge", "g6e.48xlarge"],
+    "A100": ["p4d.24xlarge", "p4de.24xlarge"],
+    "H100": ["p5.48xlarge", "p5.4xlarge"],
+}
+NEURON_TYPES = ["trn1.2xlarge", "trn1.32xlarge", "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge",
+                "inf2.48xlarge"]  # fmt: skip
+SCALES = (200, 2_000, 20_000, 100_000)
+
+
+def node_types(rng: random.Random, scale: int) -> list[str]:
+    """20 to 60 EC2 types: always some of each family, more at larger scales."""
+    wanted = min(60, 20 + 10 * SCALES.index(scale) if scale in SCALES else 40)
+    cpu = rng.sample(CPU_TYPES, k=min(len(CPU_TYPES), max(6, wanted // 3)))
+    gpu = [t for family in GPU_TYPES.values() for t in family]
+    gpu = rng.sample(gpu, k=min(len(gpu), max(10, wanted // 2)))
+    for family in GPU_TYPES.values():  # every GPU family present
+        if not set(family) & set(gpu):
+            gpu.append(family[0])
+    neuron = rng.sample(NEURON_TYPES, k=min(len(NEURON_TYPES), max(2, wanted - len(cpu) - len(gpu))))
+    return sorted({*cpu, *gpu, *neuron})
+
+
+def cluster(types: list[str]) -> dict[str, Any]:
+    """A cluster YAML with one node type per instance type and a CPU head."""
+    available = {
+        t.replace(".", "-"): {
+            "node_config": {"InstanceType": t, "ImageId": "ami-0123456789abcdef0"},
+            "min_workers": 0,
+            "max_workers": 10_000,
+            "resources": {},
+        }
+        for t in types
+    }
+    available["head"] = {"node_config": {"InstanceType": "m6i.xlarge"}, "resources": {}}
+    return {
+        "cluster_name": "bench",
+        "max_workers": 100_000,
+        "provider": {"type": "aws", "region": "us-east-1"},
+        "available_node_types": available,
+        "head_node_type": "head",
+    }
+
+
+def demand(rng: random.Random, bundles: int, types: list[str]) -> dict[str, Any]:
+    """About ``bundles`` bundles in a realistic mix, as shapes with counts."""
+    gpu_families = [f for f, family in GPU_TYPES.items() if set(family) & set(types)]
+    shares = {
+        "cpu": 0.55, "fractional": 0.12, "typed": 0.15, "training": 0.02,
+        "neuron": 0.08, "gangs": 0.05, "memory": 0.03,
+    }  # fmt: skip
+    entries: list[dict[str, Any]] = []
+
+    def add(resources: dict[str, float], count: int) -> None:
+        if count > 0:
+            entries.append({"resources": resources, "count": count})
+
+    for cpus in (1, 2, 4):
+        add({"CPU": cpus}, round(bundles * shares["cpu"] / 3))
+    add({"CPU": 2, "memory": 24 * 2**30}, round(bundles * shares["memory"]))
+    for fraction in (0.25, 0.5):
+        add({"GPU": fraction}, round(bundles * shares["fractional"] / 2))
+    for family in gpu_families:
+        add({"CPU": 2, "GPU": 1, f"accelerator_type:{family}": 0.001},
+            round(bundles * shares["typed"] / len(gpu_families)))  # fmt: skip
+    for family in ("A100", "H100"):
+        if family in gpu_families:
+            add({"GPU": 8, f"accelerator_type:{family}": 0.001},
+                max(1, round(bundles * shares["training"] / 2)))  # fmt: skip
+    for cores in (1, 2, 32):
+        add({"neuron_cores": cores}, max(1, round(bundles * shares["neuron"] / 3 / cores)))
+    gang_size = 4
+    gangs = max(1, round(bundles * shares["gangs"] / gang_size))
+    groups = [{"strategy": "STRICT_SPREAD", "bundles": [{"GPU": 1, "CPU": 4}] * gang_size,
+               "count": gangs}]  # fmt: skip
+    rng.shuffle(entries)
+    infeasible = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
+    return {"bundles": [*entries, *infeasible], "placement_groups": groups}
+
+
+def problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    rng = random.Random(f"{seed}-{bundles}")
+    types = node_types(rng, bundles)
+    return cluster(types), demand(rng, bundles, types)
+
+
+def bundle_count(demand_doc: dict[str, Any]) -> int:
+    plain = sum(b.get("count", 1) for b in demand_doc["bundles"])
+    grouped = sum(len(g["bundles"]) * g.get("count", 1) for g in demand_doc["placement_groups"])
+    return plain + grouped

@@ -1,0 +1,51 @@
+"""The GCP TPU plugin, with the real client library, against the fake TPU server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import pytest
+
+from providers.gcp_tpu import GcpTpuNodeProvider
+from providers.gcp_tpu.emulator import TpuCloud, TpuEmulator
+
+PROJECT = "test-project"
+ZONE = "us-central2-b"
+CLUSTER = "alpha"
+
+
+@pytest.fixture
+def cloud() -> TpuCloud:
+    """Creates take 0.2 s and deletes 0.1 s: every operation is polled at least once."""
+    return TpuCloud(create_delay_s=0.2, delete_delay_s=0.1)
+
+
+@pytest.fixture
+def emulator(cloud):
+    with TpuEmulator(cloud=cloud) as server:
+        yield server
+
+
+@pytest.fixture
+def provider_config(emulator) -> dict:
+    return {
+        "type": "gcp",
+        "project_id": PROJECT,
+        "availability_zone": ZONE,
+        "region": "us-central2",
+        "endpoint_url": emulator.url,
+        "operation_timeout_s": 10,
+        "operation_poll_s": 0.05,
+        "retry_deadline_s": 3,
+    }
+
+
+@pytest.fixture
+def make_provider(provider_config):
+    def make(cluster: str = CLUSTER, **overrides) -> GcpTpuNodeProvider:
+        return GcpTpuNodeProvider({**provider_config, **overrides}, cluster)
+
+    return make
+
+
+@pytest.fixture
+def provider(make_provider) -> GcpTpuNodeProvider:
+    return make_provider()
