@@ -23,11 +23,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from planner_problems import SCALES, bundle_count, problem  # noqa: E402
+from planner_problems import SCALES, bundle_count, problem
 
-from autoscaler.config import load_cluster_config  # noqa: E402
-from autoscaler.demand import load_demand  # noqa: E402
-from autoscaler.planner import PlanRequest, plan  # noqa: E402
+from autoscaler.config import load_cluster_config
+from autoscaler.demand import load_demand
+from autoscaler.planner import PlanRequest, plan
 
 LIMIT_REASONS = ("limited by", "STRICT_SPREAD", "every fitting")
 
@@ -72,10 +72,19 @@ def run_scale(scale: int, repeat: int) -> None:
         for _ in range(repeat):
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "autoscaler", "plan", str(cluster_path),
-                 "--demand", str(demand_path), "--json"],
-                check=True, capture_output=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "autoscaler",
+                    "plan",
+                    str(cluster_path),
+                    "--demand",
+                    str(demand_path),
+                    "--json",
+                ],
+                check=True,
+                capture_output=True,
+            )
             process_times.append(time.perf_counter() - start)
     unplaced = sum(i.count for i in result.infeasible if i.reason.startswith(LIMIT_REASONS))
     nodes = sum(launch.count for launch in result.launches)

@@ -12,8 +12,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-CPU_TYPES = [f"{family}.{size}" for family in ("m6i", "c6i", "r6i", "m7i", "c7i")
-             for size in ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]  # fmt: skip
+CPU_TYPES = [
+    f"{family}.{size}"
+    for family in ("m6i", "c6i", "r6i", "m7i", "c7i")
+    for size in ("large", "xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")
+]
 GPU_TYPES = {
     "T4": ["g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge", "g4dn.12xlarge", "g4dn.metal"],
     "A10G": ["g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.12xlarge", "g5.48xlarge"],
@@ -22,8 +25,14 @@ GPU_TYPES = {
     "A100": ["p4d.24xlarge", "p4de.24xlarge"],
     "H100": ["p5.48xlarge", "p5.4xlarge"],
 }
-NEURON_TYPES = ["trn1.2xlarge", "trn1.32xlarge", "inf2.xlarge", "inf2.8xlarge", "inf2.24xlarge",
-                "inf2.48xlarge"]  # fmt: skip
+NEURON_TYPES = [
+    "trn1.2xlarge",
+    "trn1.32xlarge",
+    "inf2.xlarge",
+    "inf2.8xlarge",
+    "inf2.24xlarge",
+    "inf2.48xlarge",
+]
 SCALES = (200, 2_000, 20_000, 100_000)
 
 
@@ -36,7 +45,9 @@ def node_types(rng: random.Random, scale: int) -> list[str]:
     for family in GPU_TYPES.values():  # every GPU family present
         if not set(family) & set(gpu):
             gpu.append(family[0])
-    neuron = rng.sample(NEURON_TYPES, k=min(len(NEURON_TYPES), max(2, wanted - len(cpu) - len(gpu))))
+    neuron = rng.sample(
+        NEURON_TYPES, k=min(len(NEURON_TYPES), max(2, wanted - len(cpu) - len(gpu)))
+    )
     return sorted({*cpu, *gpu, *neuron})
 
 
@@ -65,9 +76,14 @@ def demand(rng: random.Random, bundles: int, types: list[str]) -> dict[str, Any]
     """About ``bundles`` bundles in a realistic mix, as shapes with counts."""
     gpu_families = [f for f, family in GPU_TYPES.items() if set(family) & set(types)]
     shares = {
-        "cpu": 0.55, "fractional": 0.12, "typed": 0.15, "training": 0.02,
-        "neuron": 0.08, "gangs": 0.05, "memory": 0.03,
-    }  # fmt: skip
+        "cpu": 0.55,
+        "fractional": 0.12,
+        "typed": 0.15,
+        "training": 0.02,
+        "neuron": 0.08,
+        "gangs": 0.05,
+        "memory": 0.03,
+    }
     entries: list[dict[str, Any]] = []
 
     def add(resources: dict[str, float], count: int) -> None:
@@ -80,18 +96,23 @@ def demand(rng: random.Random, bundles: int, types: list[str]) -> dict[str, Any]
     for fraction in (0.25, 0.5):
         add({"GPU": fraction}, round(bundles * shares["fractional"] / 2))
     for family in gpu_families:
-        add({"CPU": 2, "GPU": 1, f"accelerator_type:{family}": 0.001},
-            round(bundles * shares["typed"] / len(gpu_families)))  # fmt: skip
+        add(
+            {"CPU": 2, "GPU": 1, f"accelerator_type:{family}": 0.001},
+            round(bundles * shares["typed"] / len(gpu_families)),
+        )
     for family in ("A100", "H100"):
         if family in gpu_families:
-            add({"GPU": 8, f"accelerator_type:{family}": 0.001},
-                max(1, round(bundles * shares["training"] / 2)))  # fmt: skip
+            add(
+                {"GPU": 8, f"accelerator_type:{family}": 0.001},
+                max(1, round(bundles * shares["training"] / 2)),
+            )
     for cores in (1, 2, 32):
         add({"neuron_cores": cores}, max(1, round(bundles * shares["neuron"] / 3 / cores)))
     gang_size = 4
     gangs = max(1, round(bundles * shares["gangs"] / gang_size))
-    groups = [{"strategy": "STRICT_SPREAD", "bundles": [{"GPU": 1, "CPU": 4}] * gang_size,
-               "count": gangs}]  # fmt: skip
+    groups = [
+        {"strategy": "STRICT_SPREAD", "bundles": [{"GPU": 1, "CPU": 4}] * gang_size, "count": gangs}
+    ]
     rng.shuffle(entries)
     infeasible = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
     return {"bundles": [*entries, *infeasible], "placement_groups": groups}
