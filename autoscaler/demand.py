@@ -136,16 +136,21 @@ def _shape_of(resources: Any) -> Shape:
     return tuple(sorted(resources.items()))
 
 
+def _check_key(resources: dict) -> tuple:
+    """The shape plus each quantity's type, so ``True`` is checked apart from ``1``."""
+    return tuple(sorted((name, type(q).__name__, q) for name, q in resources.items()))
+
+
 def _bundles(items: Any, path: str, problems: _Problems) -> Iterable[tuple[Shape, int]]:
     """(shape, count) of each valid bundle; each distinct shape is checked once."""
-    checked: dict[Shape, Shape | None] = {}
+    checked: dict[tuple, Shape | None] = {}
     for index, item in enumerate(_list(items, path)):
         where = f"{path}[{index}]"
         resources, count = _unwrap(item, where, problems)
         if resources is None:
             continue
         try:
-            key = _shape_of(resources)
+            key = _check_key(resources)
             known = key in checked
         except TypeError:  # an unhashable quantity: the check below reports it
             key, known = (), False

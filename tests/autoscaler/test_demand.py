@@ -131,3 +131,9 @@ def test_100k_bundles_parse_fast():
     assert time.perf_counter() - start < 2.0
     assert sum(b.count for b in demand.bundles) == 100_000
     assert len(demand.bundles) == 4
+
+
+def test_a_boolean_quantity_is_rejected_even_after_an_equal_number():
+    with pytest.raises(DemandError) as caught:
+        parse_demand({"bundles": [{"CPU": 1}, {"CPU": True}]})
+    assert any("bundles[1].CPU" in message for message in caught.value.messages)
