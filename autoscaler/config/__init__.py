@@ -7,7 +7,7 @@ resources and price from the instance catalog; any problem raises one :class:`Co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +98,11 @@ def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
     filled, problems = [], []
     for name, node_type in spec.available_node_types.items():
         try:
-            filled.append(build_node_type(name, node_type, spec.provider, warnings))
+            built = build_node_type(name, node_type, spec.provider, warnings)
+            if name == spec.head_node_type and node_type.max_workers is None:
+                # As in Ray: the head's type launches no workers unless its max_workers says so.
+                built = replace(built, max_workers=0)
+            filled.append(built)
         except ConfigProblem as problem:
             problems.append(str(problem))
     if problems:

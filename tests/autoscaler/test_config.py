@@ -265,3 +265,11 @@ def test_ray_defaults_apply():
     assert config.limits().max_workers == 2
     assert config.limits().upscaling_speed == 1.0
     assert config.idle_timeout_minutes("head") == 5
+
+
+def test_head_type_launches_no_workers_unless_its_max_workers_says_so():
+    config = load_cluster_config(FIXTURES / "aws-ray.yaml")
+    assert config.node_type(config.head_node_type).max_workers == 0
+    data = cluster(head={"node_config": {"InstanceType": "m5.large"}, "max_workers": 3})
+    data["head_node_type"] = "head"
+    assert parse_cluster_config(data, "x").node_type("head").max_workers == 3
