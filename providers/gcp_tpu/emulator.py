@@ -298,6 +298,15 @@ class TpuCloud:
             if not body.get("runtimeVersion"):
                 raise ApiError(400, "INVALID_ARGUMENT", "runtime_version is required.")
             _check_labels(body.get("labels", {}))
+            config = body.get("acceleratorConfig")
+            if config and isinstance(config.get("type"), int):
+                body = {
+                    **body,
+                    "acceleratorConfig": {
+                        **config,
+                        "type": cloud_tpu.AcceleratorConfig.Type(config["type"]).name,
+                    },
+                }
             if name in self._nodes:
                 raise ApiError(409, "ALREADY_EXISTS", f"Resource '{name}' already exists.")
             if len(self._nodes) >= self.max_nodes:
@@ -305,7 +314,7 @@ class TpuCloud:
             node = {
                 **{k: v for k, v in body.items() if k not in ("name", "state", "id")},
                 "name": name,
-                "acceleratorType": body.get("acceleratorType") or accelerator_type,
+                **({"acceleratorType": accelerator_type} if body.get("acceleratorType") else {}),
                 "state": "CREATING",
                 "createTime": _now_rfc3339(),
                 "id": str(uuid.uuid4().int % 10**18),
@@ -577,6 +586,15 @@ class TpuEmulator:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def serve_forever(self) -> None:
+        """Serve on the calling thread until interrupted."""
+        try:
+            self._server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._server.server_close()
+
     def __enter__(self) -> TpuEmulator:
         return self.start()
 
@@ -599,12 +617,7 @@ def main(argv: list[str] | None = None) -> None:
     cloud = TpuCloud(create_delay_s=args.create_delay, delete_delay_s=args.delete_delay)
     emulator = TpuEmulator(args.host, args.port, cloud)
     logger.info("fake Cloud TPU API listening on %s", emulator.url)
-    try:
-        emulator._server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        emulator._server.server_close()
+    emulator.serve_forever()
 
 
 if __name__ == "__main__":

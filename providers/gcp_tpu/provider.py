@@ -255,6 +255,8 @@ class GcpTpuNodeProvider(NodeProvider):
     ) -> LaunchResult:
         labels = check_labels(self.ownership_tags({**tags, TAG_LAUNCH_REQUEST: launch_request_id}))
         spec = launch_spec(node_config, self.zone, labels)
+        if count < 1:
+            return LaunchResult(launch_request_id, 0, offering=spec.offering)
         deadline = time.monotonic() + self.operation_timeout_s
         errors: list[ProviderError] = []
         started: list[tuple[str, Operation | None]] = []

@@ -177,3 +177,12 @@ def test_an_existing_node_of_another_cluster_with_our_id_is_never_adopted(provid
 
     assert provider.nodes() == []
     assert "delete" not in cloud.calls
+
+
+def test_transient_errors_while_polling_an_operation_are_retried(provider, cloud):
+    cloud.inject(Fault("unavailable", method="operation", times=2))
+
+    (node,) = provider.create_node(V4_16, {}, 1, "req-1").nodes
+
+    assert node.state == "running"
+    assert cloud.calls["operation"] >= 3
