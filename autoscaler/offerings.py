@@ -1,0 +1,127 @@
+"""Remembered launch failures per offering (instance type, zone, market), with a clock.
+
+* Capacity: the offering is skipped for a time-to-live; after it, launches probe it with a
+  small budget of units that doubles after each success and falls back to one after a
+  failure (so a flapping offering is not flooded).
+* Quota: skipped longer; the entry names the quota to raise.
+* Permission: the node type stops launching until the entry expires; it names the IAM action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+
+from providers.base import Offering
+from providers.errors import AccessDeniedError, CapacityError, ProviderError, QuotaError
+
+CAPACITY_TTL_S = 300.0
+QUOTA_TTL_S = 1800.0
+PERMISSION_TTL_S = 3600.0
+MAX_PROBE_BUDGET = 64
+
+
+@dataclass(frozen=True)
+class OfferingRecord:
+    instance_type: str
+    zone: str | None
+    market: str
+    kind: str
+    """``capacity``, ``quota`` or ``permission``."""
+    until: float
+    code: str | None
+    message: str
+    failures: int = 1
+    probe_budget: int = 1
+    detail: str = ""
+    """The quota to raise or the IAM action to grant."""
+
+    @property
+    def key(self) -> str:
+        return offering_key(Offering(self.instance_type, self.zone, self.market))
+
+
+def offering_key(offering: Offering) -> str:
+    return f"{offering.instance_type}/{offering.zone or '*'}/{offering.market}"
+
+
+class UnavailableOfferings:
+    """The cache, persisted through ``save(key, record dict or None to delete)``."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        records: dict[str, dict] | None = None,
+        save: Callable[[str, dict | None], None] | None = None,
+    ) -> None:
+        self._clock = clock
+        self._save = save or (lambda key, body: None)
+        self._records = {key: OfferingRecord(**body) for key, body in (records or {}).items()}
+
+    def record_failure(self, error: ProviderError) -> OfferingRecord | None:
+        """Remember a failed launch; None for errors that say nothing about the offering."""
+        if error.offering is None:
+            return None
+        ttl, kind, detail = self._classify(error)
+        if kind is None:
+            return None
+        key = offering_key(error.offering)
+        previous = self._records.get(key)
+        now = self._clock()
+        record = OfferingRecord(
+            instance_type=error.offering.instance_type,
+            zone=error.offering.zone,
+            market=error.offering.market,
+            kind=kind,
+            until=now + ttl * min(2 ** (previous.failures if previous else 0), 8),
+            code=error.code,
+            message=error.raw_message,
+            failures=(previous.failures + 1) if previous else 1,
+            probe_budget=1,
+            detail=detail,
+        )
+        self._store(record)
+        return record
+
+    def record_success(self, offering: Offering) -> None:
+        """A launch worked: a probed offering earns a bigger budget next time."""
+        record = self._records.get(offering_key(offering))
+        if record is None or self._clock() < record.until:
+            return
+        if record.probe_budget * 2 > MAX_PROBE_BUDGET:
+            del self._records[record.key]  # trusted again: no budget at all
+            self._delete(record.key)
+        else:
+            self._store(replace(record, probe_budget=record.probe_budget * 2))
+
+    def budget(self, offering: Offering) -> int | None:
+        """Units that may be launched on ``offering`` now: 0 while blocked, the probe budget
+        after expiry, None (unlimited) when nothing is remembered."""
+        record = self._records.get(offering_key(offering)) or self._records.get(
+            offering_key(Offering(offering.instance_type, None, offering.market))
+        )
+        if record is None:
+            return None
+        return 0 if self._clock() < record.until else record.probe_budget
+
+    def active(self) -> list[OfferingRecord]:
+        """Entries still blocking, soonest to expire first."""
+        now = self._clock()
+        return sorted((r for r in self._records.values() if r.until > now), key=lambda r: r.until)
+
+    def _store(self, record: OfferingRecord) -> None:
+        self._records[record.key] = record
+        self._save(record.key, asdict(record))
+
+    def _delete(self, key: str) -> None:
+        self._save(key, None)
+
+    @staticmethod
+    def _classify(error: ProviderError) -> tuple[float, str | None, str]:
+        if isinstance(error, CapacityError):
+            return CAPACITY_TTL_S, "capacity", ""
+        if isinstance(error, QuotaError):
+            return QUOTA_TTL_S, "quota", error.quota or ""
+        if isinstance(error, AccessDeniedError):
+            return PERMISSION_TTL_S, "permission", error.action or ""
+        return 0.0, None, ""

@@ -1,0 +1,459 @@
+"""The reconcile loop: sync from the cloud, plan, act. One call to ``tick`` is one round.
+
+* **Sync**: the cloud's tags are the truth. Owned nodes are listed, launch intents recorded
+  before a create call are resolved against the instances carrying their request id, each
+  node's lifecycle state is advanced, and the agents' reports are read.
+* **Plan**: the pure planner gets the recorded demand, every node (reported ones with their
+  true free capacity, the rest as pending capacity), and the offerings known to be out.
+* **Act**: launches go out in batches under a per-tick budget, each recorded as an intent
+  first; capacity failures mark the offering and the round re-plans around it; idle,
+  timed-out and orphaned nodes are terminated. Every decision lands in the event log.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from autoscaler.config import ClusterConfig
+from autoscaler.demand import parse_demand
+from autoscaler.lifecycle import (
+    ALLOCATED,
+    REQUESTED,
+    RUNNING,
+    TERMINATING,
+    WAITING_FOR_REPORT,
+    timeout_s,
+)
+from autoscaler.offerings import UnavailableOfferings
+from autoscaler.planner import ExistingNode, NodeType, Plan, PlanRequest, plan
+from autoscaler.planner.items import fresh_host, is_accelerator_type
+from autoscaler.report import NodeReport, decode
+from autoscaler.state import (
+    FAILED_INTENT,
+    LAUNCHED_INTENT,
+    PENDING_INTENT,
+    Event,
+    Intent,
+    StateStore,
+)
+from providers.base import (
+    NODE_KIND_HEAD,
+    NODE_KIND_WORKER,
+    PENDING,
+    TAG_LAUNCH_REQUEST,
+    TAG_NODE_KIND,
+    TAG_NODE_TYPE,
+    NodeProvider,
+    Offering,
+    ProviderNode,
+)
+from providers.base import (
+    RUNNING as CLOUD_RUNNING,
+)
+from providers.errors import CapacityError, ProviderError
+
+logger = logging.getLogger(__name__)
+
+LAUNCH_BATCH = 50
+"""Units per create call."""
+LAUNCHES_PER_TICK = 500
+"""Units launched per round at most (the global rate limit)."""
+REPLAN_ROUNDS = 3
+"""Re-plans within one round after capacity failures."""
+
+
+@dataclass
+class NodeView:
+    """One owned node as this round sees it."""
+
+    node: ProviderNode
+    node_type: str
+    kind: str
+    state: str
+    since: float
+    reports: dict[int, NodeReport] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.node.id
+
+    @property
+    def hosts(self) -> int:
+        return max(1, len(self.node.hosts))
+
+    @property
+    def reported(self) -> bool:
+        return len(self.reports) >= self.hosts
+
+    @property
+    def idle_since(self) -> float | None:
+        """When every host became idle; None while any host is busy or unreported."""
+        if not self.reported or any(r.idle_since is None for r in self.reports.values()):
+            return None
+        return max(r.idle_since for r in self.reports.values())
+
+
+@dataclass
+class TickResult:
+    plan: Plan
+    nodes: list[NodeView]
+    launched: dict[str, int] = field(default_factory=dict)
+    terminated: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Reconciler:
+    """Keeps one cluster's nodes matched to its demand."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        provider: NodeProvider,
+        store: StateStore,
+        clock: Callable[[], float] = time.time,
+        launches_per_tick: int = LAUNCHES_PER_TICK,
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.store = store
+        self.clock = clock
+        self.launches_per_tick = launches_per_tick
+        self.offerings = UnavailableOfferings(clock, store.offerings(), store.save_offering)
+        self.types = {t.name: t for t in config.node_types()}
+
+    # One round ----------------------------------------------------------------------------
+    def tick(self) -> TickResult:
+        started = time.perf_counter()
+        views = self.sync()
+        result = TickResult(plan=self._plan(views), nodes=views)
+        self._retire(views, result)
+        budget = self.launches_per_tick
+        for _ in range(REPLAN_ROUNDS):
+            budget, capacity_failed = self._launch(result.plan, budget, result)
+            if not capacity_failed or budget <= 0:
+                break
+            views = self.sync()
+            result.plan = self._plan(views)
+            result.nodes = views
+        result.seconds = time.perf_counter() - started
+        return result
+
+    # Sync ---------------------------------------------------------------------------------
+    def sync(self) -> list[NodeView]:
+        """Owned nodes with their lifecycle state and reports; intents resolved."""
+        now = self.clock()
+        nodes = self.provider.nodes()
+        self._resolve_intents(nodes, now)
+        known = self.store.node_states()
+        views = []
+        for node in nodes:
+            node_type = node.tags.get(TAG_NODE_TYPE, "")
+            kind = node.tags.get(TAG_NODE_KIND, NODE_KIND_WORKER)
+            reports = {
+                host: report
+                for host in range(max(1, len(node.hosts)))
+                if (report := decode(node.tags, host)) is not None
+            }
+            view = NodeView(node, node_type, kind, ALLOCATED, now, reports)
+            view.state = _state_of(view)
+            previous = known.get(node.id)
+            if previous is not None and previous[1] == view.state:
+                view.since = previous[2]
+            else:
+                self.store.set_node_state(node.id, node_type, view.state, now)
+                if previous is None and not self._launched_here(node):
+                    self._event(
+                        "adopted",
+                        f"adopted {node.id} ({node_type}) found in the cloud",
+                        node_type,
+                        node.id,
+                    )
+            if view.state == RUNNING and previous is not None and previous[1] != RUNNING:
+                self._check_reported_capacity(view)
+            views.append(view)
+        for node_id in set(known) - {node.id for node in nodes}:
+            self.store.forget_node(node_id)
+        return views
+
+    def _resolve_intents(self, nodes: list[ProviderNode], now: float) -> None:
+        by_request: dict[str, list[str]] = defaultdict(list)
+        for node in nodes:
+            if TAG_LAUNCH_REQUEST in node.tags:
+                by_request[node.tags[TAG_LAUNCH_REQUEST]].append(node.id)
+        for intent in self.store.intents(PENDING_INTENT):
+            found = tuple(sorted(by_request.get(intent.request_id, ())))
+            if found:
+                self.store.settle_intent(intent.request_id, LAUNCHED_INTENT, found)
+                self._event(
+                    "resolved",
+                    f"launch {intent.request_id} found in the cloud after a "
+                    f"restart: {len(found)} x {intent.node_type}",
+                    intent.node_type,
+                )
+            elif now - intent.created_at > timeout_s(REQUESTED, True):
+                self.store.settle_intent(intent.request_id, FAILED_INTENT, detail="never appeared")
+
+    def _launched_here(self, node: ProviderNode) -> bool:
+        request = node.tags.get(TAG_LAUNCH_REQUEST)
+        return any(i.request_id == request for i in self.store.intents())
+
+    def _check_reported_capacity(self, view: NodeView) -> None:
+        spec = self.types.get(view.node_type)
+        if spec is None:
+            return
+        for host, report in view.reports.items():
+            promised = fresh_host(spec, host, -1).free
+            for name in spec.devices:
+                have = report.resources.get(name, 0.0)
+                if have * 10_000 < promised.get(name, 0):
+                    self._event(
+                        "under-reported",
+                        f"{view.id} host {host} reports {name} {have:g} but {view.node_type} "
+                        f"promised {promised[name] / 10_000:g}; planning with what it reports",
+                        view.node_type,
+                        view.id,
+                    )
+
+    # Plan ---------------------------------------------------------------------------------
+    def _plan(self, views: list[NodeView]) -> Plan:
+        return plan(self.request(views))
+
+    def request(
+        self, views: list[NodeView], leave_out: frozenset[str] = frozenset()
+    ) -> PlanRequest:
+        existing: list[ExistingNode] = []
+        for view in views:
+            if (
+                view.id in leave_out
+                or view.state == TERMINATING
+                or view.node_type not in self.types
+            ):
+                continue
+            existing.extend(self._capacity(view))
+        for intent in self.store.intents(PENDING_INTENT):
+            spec = self.types.get(intent.node_type)
+            if spec is not None and not intent.node_ids:
+                for unit in range(intent.count):
+                    existing.extend(_full(spec, f"intent:{intent.request_id}:{unit}"))
+        return PlanRequest(
+            node_types=tuple(self._available(t) for t in self.types.values()),
+            demand=parse_demand(self.store.demand()),
+            existing=tuple(existing),
+            limits=self.config.limits(),
+        )
+
+    def _capacity(self, view: NodeView) -> list[ExistingNode]:
+        spec = self.types[view.node_type]
+        if not view.reported:
+            return _full(spec, view.id)
+        return [
+            ExistingNode(
+                view.node_type,
+                dict(report.free),
+                dict(report.device_free),
+                host=host,
+                node_id=view.id,
+            )
+            for host, report in sorted(view.reports.items())
+        ]
+
+    def _available(self, node_type: NodeType) -> NodeType:
+        offering = self._offering(node_type.name)
+        budget = self.offerings.budget(offering) if offering else None
+        if budget is None:
+            return node_type
+        if budget == 0:
+            return replace(node_type, available=False)
+        return replace(node_type, max_workers=min(node_type.max_workers or budget, budget))
+
+    def _offering(self, node_type: str) -> Offering | None:
+        node_config = self.config.spec.available_node_types[node_type].node_config
+        instance_type = (
+            node_config.get("InstanceType")
+            or node_config.get("machineType")
+            or node_config.get("acceleratorType")
+        )
+        if instance_type is None:
+            return None
+        return Offering(instance_type, None, self.types[node_type].market)
+
+    # Act ----------------------------------------------------------------------------------
+    def _launch(self, result_plan: Plan, budget: int, result: TickResult) -> tuple[int, bool]:
+        capacity_failed = False
+        for launch in result_plan.launches:
+            remaining = min(launch.count, budget)
+            while remaining > 0:
+                batch = min(remaining, LAUNCH_BATCH)
+                launched, error = self._create(launch.node_type, batch, launch.serves)
+                result.launched[launch.node_type] = (
+                    result.launched.get(launch.node_type, 0) + launched
+                )
+                budget -= launched
+                remaining -= batch
+                if error is not None:
+                    result.failures.append(str(error))
+                    capacity_failed |= isinstance(error, CapacityError)
+                    break
+        return budget, capacity_failed
+
+    def _create(self, node_type: str, count: int, serves: Any) -> tuple[int, ProviderError | None]:
+        request_id = uuid.uuid4().hex
+        now = self.clock()
+        self.store.record_intent(Intent(request_id, node_type, count, now, PENDING_INTENT))
+        tags = {
+            TAG_NODE_TYPE: node_type,
+            TAG_NODE_KIND: NODE_KIND_WORKER,
+            TAG_LAUNCH_REQUEST: request_id,
+        }
+        try:
+            outcome = self.provider.create_node(
+                self._node_config(node_type), tags, count, request_id
+            )
+        except ProviderError as error:
+            self.store.settle_intent(request_id, FAILED_INTENT, detail=str(error))
+            self._failed(node_type, error)
+            return 0, error
+        self.store.settle_intent(request_id, LAUNCHED_INTENT, outcome.node_ids)
+        for node_id in outcome.node_ids:
+            self.store.set_node_state(node_id, node_type, ALLOCATED, now)
+        if outcome.offering is not None:
+            self.offerings.record_success(outcome.offering)
+        self._event(
+            "launched",
+            f"launched {len(outcome.node_ids)} x {node_type}"
+            + (f" (asked {count})" if outcome.partial else "")
+            + f" for {_describe(serves)}",
+            node_type,
+            data={"request_id": request_id, "node_ids": list(outcome.node_ids)},
+        )
+        for error in outcome.errors:
+            self._failed(node_type, error)
+        return len(outcome.node_ids), (outcome.errors[-1] if outcome.errors else None)
+
+    def _node_config(self, node_type: str) -> dict[str, Any]:
+        spec = self.config.spec.available_node_types[node_type]
+        node_config = dict(spec.node_config)
+        if spec.market:
+            node_config.setdefault("market", spec.market)
+        return node_config
+
+    def _failed(self, node_type: str, error: ProviderError) -> None:
+        record = self.offerings.record_failure(error)
+        hint = f"; {record.kind} blocked until {record.until:.0f}" if record else ""
+        if record and record.detail:
+            hint += f" (needs {record.detail})"
+        self._event(
+            "failed",
+            f"launch of {node_type} failed: {error}{hint}",
+            node_type,
+            data={
+                "code": error.code,
+                "kind": error.kind,
+                "offering": str(error.offering) if error.offering else None,
+            },
+        )
+
+    def _retire(self, views: list[NodeView], result: TickResult) -> None:
+        """Terminate orphaned, timed-out and idle nodes (never the head, never below
+        min_workers, never one the current demand would need relaunched)."""
+        now = self.clock()
+        reasons: dict[str, str] = {}
+        for view in views:
+            if view.kind == NODE_KIND_HEAD:
+                continue
+            if view.node_type not in self.types:
+                reasons[view.id] = f"its node type {view.node_type!r} is no longer configured"
+                continue
+            accelerated = is_accelerator_type(self.types[view.node_type])
+            if view.state != RUNNING and now - view.since > timeout_s(view.state, accelerated):
+                reasons[view.id] = f"stuck in {view.state} for {now - view.since:.0f}s; replacing"
+        reasons.update(self._idle(views, now, reasons))
+        if not reasons:
+            return
+        acted = self.provider.terminate_nodes(sorted(reasons))
+        for node_id in acted:
+            view = next(v for v in views if v.id == node_id)
+            self.store.set_node_state(node_id, view.node_type, TERMINATING, now)
+            view.state = TERMINATING
+            self._event(
+                "terminated", f"terminated {node_id}: {reasons[node_id]}", view.node_type, node_id
+            )
+        result.terminated.extend(acted)
+
+    def _idle(self, views: list[NodeView], now: float, taken: Mapping[str, str]) -> dict[str, str]:
+        alive = defaultdict(int)
+        for view in views:
+            if view.state != TERMINATING and view.id not in taken:
+                alive[view.node_type] += 1
+        idle = sorted(
+            (
+                v
+                for v in views
+                if v.kind != NODE_KIND_HEAD
+                and v.id not in taken
+                and v.node_type in self.types
+                and v.idle_since is not None
+                and now - v.idle_since >= 60 * self.config.idle_timeout_minutes(v.node_type)
+            ),
+            key=lambda v: (v.idle_since, v.id),
+        )
+        chosen: dict[str, str] = {}
+        for view in idle:
+            if alive[view.node_type] <= self.types[view.node_type].min_workers:
+                continue
+            alive[view.node_type] -= 1
+            chosen[view.id] = f"idle for {(now - view.idle_since) / 60:.1f} min"
+        if chosen:  # keep idle nodes that pending demand would otherwise relaunch
+            without = plan(self.request(views, frozenset(chosen))).launch_counts()
+            with_all = plan(self.request(views)).launch_counts()
+            for node_type, extra in without.items():
+                keep = extra - with_all.get(node_type, 0)
+                for node_id in [i for i in chosen if _type_of(views, i) == node_type][:keep]:
+                    del chosen[node_id]
+        return chosen
+
+    # Events -------------------------------------------------------------------------------
+    def _event(
+        self,
+        kind: str,
+        message: str,
+        node_type: str | None = None,
+        node_id: str | None = None,
+        data: dict | None = None,
+    ) -> None:
+        logger.info("%s: %s", kind, message)
+        self.store.add_event(Event(self.clock(), kind, message, node_type, node_id, data))
+
+
+def _state_of(view: NodeView) -> str:
+    if view.node.state == PENDING:
+        return ALLOCATED
+    if view.node.state == CLOUD_RUNNING:
+        return RUNNING if view.reported else WAITING_FOR_REPORT
+    return TERMINATING
+
+
+def _full(spec: NodeType, node_id: str) -> list[ExistingNode]:
+    """A unit not reporting yet: all its capacity, pending."""
+    nodes = []
+    for host in range(spec.hosts):
+        free = {name: units / 10_000 for name, units in fresh_host(spec, host, -1).free.items()}
+        nodes.append(ExistingNode(spec.name, free, pending=True, host=host, node_id=node_id))
+    return nodes
+
+
+def _type_of(views: list[NodeView], node_id: str) -> str:
+    return next(v.node_type for v in views if v.id == node_id)
+
+
+def _describe(serves: Any) -> str:
+    if not serves:
+        return "min_workers"
+    return ", ".join(f"{count} x {dict(resources)}" for resources, count in serves)

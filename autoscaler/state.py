@@ -1,0 +1,216 @@
+"""A cluster's durable local state in one SQLite file (crash-safe, WAL journal).
+
+Demand, launch intents, the per-node lifecycle, the unavailable-offerings cache and the
+event log. The cloud stays the truth for what exists: deleting this file loses history,
+never instances (the next sync rebuilds the node view from the cloud's tags).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS demand (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL,
+    updated_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS intents (request_id TEXT PRIMARY KEY, node_type TEXT NOT NULL,
+    count INTEGER NOT NULL, offering TEXT, created_at REAL NOT NULL, status TEXT NOT NULL,
+    node_ids TEXT NOT NULL DEFAULT '[]', detail TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS nodes (node_id TEXT PRIMARY KEY, node_type TEXT NOT NULL,
+    state TEXT NOT NULL, since REAL NOT NULL, detail TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS offerings (key TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL,
+    kind TEXT NOT NULL, message TEXT NOT NULL, node_type TEXT, node_id TEXT, data TEXT);
+"""
+
+PENDING_INTENT = "pending"
+LAUNCHED_INTENT = "launched"
+FAILED_INTENT = "failed"
+
+
+@dataclass(frozen=True)
+class Intent:
+    """A launch recorded before the create call, so a crash can be resolved from tags."""
+
+    request_id: str
+    node_type: str
+    count: int
+    created_at: float
+    status: str
+    offering: dict[str, Any] | None = None
+    node_ids: tuple[str, ...] = ()
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Event:
+    at: float
+    kind: str
+    message: str
+    node_type: str | None = None
+    node_id: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class StateStore:
+    """All local state of one cluster."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    # Demand -----------------------------------------------------------------------------
+    def set_demand(self, body: Mapping[str, Any], now: float) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO demand (id, body, updated_at) VALUES (1, ?, ?) ON CONFLICT(id) "
+                "DO UPDATE SET body = excluded.body, updated_at = excluded.updated_at",
+                (json.dumps(body), now),
+            )
+
+    def demand(self) -> dict[str, Any]:
+        row = self._db.execute("SELECT body FROM demand WHERE id = 1").fetchone()
+        return json.loads(row[0]) if row else {"bundles": [], "placement_groups": []}
+
+    # Launch intents ------------------------------------------------------------------------
+    def record_intent(self, intent: Intent) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO intents VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    intent.request_id,
+                    intent.node_type,
+                    intent.count,
+                    json.dumps(intent.offering),
+                    intent.created_at,
+                    intent.status,
+                    json.dumps(list(intent.node_ids)),
+                    intent.detail,
+                ),
+            )
+
+    def settle_intent(
+        self, request_id: str, status: str, node_ids: tuple[str, ...] = (), detail: str = ""
+    ) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE intents SET status = ?, node_ids = ?, detail = ? WHERE request_id = ?",
+                (status, json.dumps(list(node_ids)), detail, request_id),
+            )
+
+    def intents(self, status: str | None = None) -> list[Intent]:
+        query = (
+            "SELECT request_id, node_type, count, created_at, status, offering, node_ids, "
+            "detail FROM intents"
+        )
+        rows = self._db.execute(
+            query + (" WHERE status = ?" if status else "") + " ORDER BY created_at",
+            (status,) if status else (),
+        ).fetchall()
+        return [
+            Intent(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                json.loads(r[5]) if r[5] else None,
+                tuple(json.loads(r[6])),
+                r[7],
+            )
+            for r in rows
+        ]
+
+    def forget_intent(self, request_id: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM intents WHERE request_id = ?", (request_id,))
+
+    # Node lifecycle ----------------------------------------------------------------------
+    def node_states(self) -> dict[str, tuple[str, str, float]]:
+        """node id -> (node type, state, since)."""
+        rows = self._db.execute("SELECT node_id, node_type, state, since FROM nodes").fetchall()
+        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+    def set_node_state(self, node_id: str, node_type: str, state: str, since: float) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO nodes (node_id, node_type, state, since) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(node_id) DO UPDATE SET state = excluded.state, since = excluded.since",
+                (node_id, node_type, state, since),
+            )
+
+    def forget_node(self, node_id: str) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM nodes WHERE node_id = ?", (node_id,))
+
+    # Unavailable offerings ---------------------------------------------------------------
+    def offerings(self) -> dict[str, dict[str, Any]]:
+        return {k: json.loads(v) for k, v in self._db.execute("SELECT key, body FROM offerings")}
+
+    def save_offering(self, key: str, body: Mapping[str, Any] | None) -> None:
+        """Store an unavailable-offering record; ``None`` deletes it."""
+        with self.transaction() as db:
+            if body is None:
+                db.execute("DELETE FROM offerings WHERE key = ?", (key,))
+                return
+            db.execute(
+                "INSERT INTO offerings (key, body) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET body = excluded.body",
+                (key, json.dumps(body)),
+            )
+
+    # Events ------------------------------------------------------------------------------
+    def add_event(self, event: Event) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO events (at, kind, message, node_type, node_id, data) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    event.at,
+                    event.kind,
+                    event.message,
+                    event.node_type,
+                    event.node_id,
+                    json.dumps(event.data) if event.data is not None else None,
+                ),
+            )
+
+    def events(self, limit: int = 100) -> list[Event]:
+        rows = self._db.execute(
+            "SELECT at, kind, message, node_type, node_id, data FROM events "
+            "ORDER BY id DESC LIMIT ?",
+            (limit,),
+        ).fetchall()
+        return [
+            Event(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]) if r[5] else None)
+            for r in reversed(rows)
+        ]
+
+    # Whole cluster -------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Forget everything (after `down` confirmed nothing is left)."""
+        with self.transaction() as db:
+            for table in ("demand", "intents", "nodes", "offerings", "events"):
+                db.execute(f"DELETE FROM {table}")
