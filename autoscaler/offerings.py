@@ -96,13 +96,20 @@ class UnavailableOfferings:
 
     def budget(self, offering: Offering) -> int | None:
         """Units that may be launched on ``offering`` now: 0 while blocked, the probe budget
-        after expiry, None (unlimited) when nothing is remembered."""
-        record = self._records.get(offering_key(offering)) or self._records.get(
-            offering_key(Offering(offering.instance_type, None, offering.market))
-        )
-        if record is None:
+        after expiry, None (unlimited) when nothing is remembered. An offering with no zone
+        (a node type, whose zones the provider fails over itself) is held back by a record
+        for any of its zones."""
+        records = [
+            r
+            for r in self._records.values()
+            if r.instance_type == offering.instance_type
+            and r.market == offering.market
+            and (offering.zone is None or r.zone in (None, offering.zone))
+        ]
+        if not records:
             return None
-        return 0 if self._clock() < record.until else record.probe_budget
+        now = self._clock()
+        return min(0 if now < r.until else r.probe_budget for r in records)
 
     def active(self) -> list[OfferingRecord]:
         """Entries still blocking, soonest to expire first."""

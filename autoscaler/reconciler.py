@@ -65,6 +65,7 @@ LAUNCH_BATCH = 50
 LAUNCHES_PER_TICK = 500
 """Units launched per round at most (the global rate limit)."""
 REPLAN_ROUNDS = 3
+BOOTING = frozenset({ALLOCATED, WAITING_FOR_REPORT})
 """Re-plans within one round after capacity failures."""
 
 
@@ -132,8 +133,9 @@ class Reconciler:
     def tick(self) -> TickResult:
         started = time.perf_counter()
         views = self.sync()
-        result = TickResult(plan=self._plan(views), nodes=views)
+        result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=views)
         self._retire(views, result)
+        result.plan = self._plan(views)
         budget = self.launches_per_tick
         for _ in range(REPLAN_ROUNDS):
             budget, capacity_failed = self._launch(result.plan, budget, result)
@@ -164,8 +166,12 @@ class Reconciler:
             view = NodeView(node, node_type, kind, ALLOCATED, now, reports)
             view.state = _state_of(view)
             previous = known.get(node.id)
-            if previous is not None and previous[1] == view.state:
-                view.since = previous[2]
+            if previous is not None and (
+                previous[1] == view.state or {previous[1], view.state} <= BOOTING
+            ):
+                view.since = previous[2]  # booting is timed from the launch, across its states
+                if previous[1] != view.state:
+                    self.store.set_node_state(node.id, node_type, view.state, view.since)
             else:
                 self.store.set_node_state(node.id, node_type, view.state, now)
                 if previous is None and not self._launched_here(node):
@@ -292,9 +298,10 @@ class Reconciler:
             while remaining > 0:
                 batch = min(remaining, LAUNCH_BATCH)
                 launched, error = self._create(launch.node_type, batch, launch.serves)
-                result.launched[launch.node_type] = (
-                    result.launched.get(launch.node_type, 0) + launched
-                )
+                if launched:
+                    result.launched[launch.node_type] = (
+                        result.launched.get(launch.node_type, 0) + launched
+                    )
                 budget -= launched
                 remaining -= batch
                 if error is not None:

@@ -30,7 +30,7 @@ class ClusterConfig:
     warnings: tuple[str, ...] = ()
 
     @property
-    def head_node_type(self) -> str:
+    def head_node_type(self) -> str | None:
         return self.spec.head_node_type
 
     def node_types(self) -> tuple[NodeType, ...]:
@@ -49,6 +49,8 @@ class ClusterConfig:
 
     def head_existing_nodes(self) -> tuple[ExistingNode, ...]:
         """The head node as running capacity, fully free (one record per host)."""
+        if self.head_node_type is None:
+            return ()
         head = self.node_type(self.head_node_type)
         return tuple(
             ExistingNode(

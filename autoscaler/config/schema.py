@@ -119,7 +119,8 @@ class ClusterSpec(_Section):
     idle_timeout_minutes: NonNegativeFloat = 5
     provider: ProviderConfig
     available_node_types: dict[str, NodeTypeConfig] = Field(min_length=1)
-    head_node_type: str
+    head_node_type: str | None = None
+    """Optional: without one, the autoscaler runs outside the cluster and launches no head."""
     auth: dict[str, Any] | None = None
     docker: dict[str, Any] | None = None
     file_mounts: dict[str, str] | None = None
@@ -146,7 +147,7 @@ class ClusterSpec(_Section):
     @model_validator(mode="after")
     def _head_is_a_node_type(self) -> ClusterSpec:
         names = list(self.available_node_types)
-        if self.head_node_type not in names:
+        if self.head_node_type is not None and self.head_node_type not in names:
             raise ValueError(
                 f"head_node_type: {self.head_node_type!r} is not in available_node_types"
                 f"{did_you_mean(self.head_node_type, names)}"

@@ -1,0 +1,223 @@
+"""The reconcile loop against a real cloud API over HTTP (the fake Cloud TPU server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from autoscaler.config import parse_cluster_config
+from autoscaler.reconciler import Reconciler
+from autoscaler.report import GCP_VALUE_LIMIT, NodeReport, encode
+from autoscaler.state import PENDING_INTENT, Intent, StateStore
+from providers.base import TAG_LAUNCH_REQUEST, TAG_NODE_KIND, TAG_NODE_TYPE
+from providers.gcp_tpu import GcpTpuNodeProvider
+from providers.gcp_tpu.emulator import Fault, TpuCloud, TpuEmulator
+
+CLUSTER = "rec"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def cloud() -> TpuCloud:
+    return TpuCloud(create_delay_s=0.0, delete_delay_s=0.0)
+
+
+@pytest.fixture
+def provider_config(cloud):
+    with TpuEmulator(cloud=cloud) as server:
+        yield {
+            "type": "gcp",
+            "project_id": "p",
+            "availability_zone": "us-central2-b",
+            "region": "us-central2",
+            "endpoint_url": server.url,
+            "operation_timeout_s": 10,
+            "operation_poll_s": 0.02,
+            "retry_deadline_s": 2,
+        }
+
+
+def config(provider_config, **overrides):
+    node_types = {
+        "tpu_v4_8": {
+            "node_config": {"acceleratorType": "v4-8"},
+            "cost_per_hour": 12.88,
+            "max_workers": 10,
+        },
+        "tpu_v5e_8": {
+            "node_config": {"acceleratorType": "v5litepod-8"},
+            "cost_per_hour": 20.0,
+            "max_workers": 10,
+        },
+    }
+    for name, changes in overrides.items():
+        node_types[name] = {**node_types[name], **changes}
+    return parse_cluster_config(
+        {
+            "cluster_name": CLUSTER,
+            "max_workers": 20,
+            "idle_timeout_minutes": 5,
+            "provider": provider_config,
+            "available_node_types": node_types,
+        },
+        "test",
+    )
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def make(provider_config, tmp_path, clock):
+    def make_reconciler(**overrides) -> Reconciler:
+        cfg = config(provider_config, **overrides)
+        provider = GcpTpuNodeProvider(cfg.spec.provider.model_dump(), CLUSTER)
+        return Reconciler(cfg, provider, StateStore(tmp_path / "state.db"), clock)
+
+    return make_reconciler
+
+
+def demand(reconciler: Reconciler, bundles: list[dict], clock: Clock) -> None:
+    reconciler.store.set_demand({"bundles": bundles, "placement_groups": []}, clock())
+
+
+def report(reconciler: Reconciler, node_id: str, idle_since: float | None, tpu: float = 4):
+    reconciler.provider.set_tags(
+        [node_id],
+        encode(
+            NodeReport(
+                {"CPU": 240, "TPU": tpu, "accelerator_type:TPU-V4": 1},
+                {"TPU": int(tpu)},
+                {"CPU": 240, "TPU": tpu},
+                {},
+                idle_since,
+            ),
+            GCP_VALUE_LIMIT,
+        ),
+    )
+
+
+def test_demand_launches_once_and_a_booting_node_counts_as_pending(make, clock):
+    reconciler = make()
+    demand(reconciler, [{"TPU": 4}], clock)
+    first = reconciler.tick()
+    assert first.launched == {"tpu_v4_8": 1}
+    second = reconciler.tick()
+    assert second.launched == {}
+    (node,) = reconciler.provider.nodes()
+    assert node.tags[TAG_NODE_TYPE] == "tpu_v4_8"
+    kinds = [e.kind for e in reconciler.store.events()]
+    assert kinds.count("launched") == 1
+
+
+def test_crash_after_create_before_record_never_duplicates(make, clock):
+    reconciler = make()
+    demand(reconciler, [{"TPU": 4}], clock)
+    request_id = "deadbeef00"
+    reconciler.store.record_intent(Intent(request_id, "tpu_v4_8", 1, clock(), PENDING_INTENT))
+    reconciler.provider.create_node(
+        {"acceleratorType": "v4-8"},
+        {TAG_NODE_TYPE: "tpu_v4_8", TAG_NODE_KIND: "worker", TAG_LAUNCH_REQUEST: request_id},
+        1,
+        request_id,
+    )  # the process "died" here, before recording the outcome
+    restarted = make()
+    result = restarted.tick()
+    assert result.launched == {}
+    assert len(restarted.provider.nodes()) == 1
+    assert [e.kind for e in restarted.store.events()].count("resolved") == 1
+
+
+def test_capacity_failure_routes_to_the_next_cheapest_type(make, clock, cloud):
+    cloud.inject(Fault("stockout", accelerator_type="v4-8"))
+    reconciler = make()
+    demand(reconciler, [{"TPU": 4}], clock)
+    result = reconciler.tick()
+    assert result.launched == {"tpu_v5e_8": 1}
+    assert any("capacity" in failure for failure in result.failures)
+    (blocked,) = reconciler.offerings.active()
+    assert blocked.instance_type == "v4-8"
+    assert reconciler.tick().launched == {}
+
+
+def test_quota_blocks_the_offering_and_names_the_quota(make, clock, cloud):
+    cloud.inject(Fault("quota"))
+    reconciler = make()
+    demand(reconciler, [{"TPU": 4}], clock)
+    result = reconciler.tick()
+    assert result.launched == {}
+    failed = [e for e in reconciler.store.events() if e.kind == "failed"]
+    assert failed and all(e.data["kind"] == "quota" for e in failed)
+    assert {r.kind for r in reconciler.offerings.active()} == {"quota"}
+
+
+def test_idle_nodes_are_retired_after_the_timeout_but_not_below_min_workers(make, clock):
+    reconciler = make(tpu_v4_8={"min_workers": 1})
+    demand(reconciler, [{"TPU": 4}, {"TPU": 4}], clock)
+    reconciler.tick()
+    nodes = reconciler.provider.nodes()
+    assert len(nodes) == 2
+    for node in nodes:
+        report(reconciler, node.id, idle_since=clock())
+    demand(reconciler, [], clock)
+    clock.advance(4 * 60)
+    assert reconciler.tick().terminated == []
+    clock.advance(2 * 60)
+    result = reconciler.tick()
+    assert len(result.terminated) == 1  # min_workers keeps the other
+    assert len(reconciler.provider.nodes()) == 1
+
+
+def test_idle_node_is_kept_when_pending_demand_would_relaunch_it(make, clock):
+    reconciler = make()
+    demand(reconciler, [{"TPU": 4}], clock)
+    reconciler.tick()
+    (node,) = reconciler.provider.nodes()
+    report(reconciler, node.id, idle_since=clock())
+    clock.advance(10 * 60)
+    assert reconciler.tick().terminated == []
+
+
+def test_a_node_that_never_reports_is_replaced(make, clock):
+    reconciler = make()
+    demand(reconciler, [{"TPU": 4}], clock)
+    reconciler.tick()
+    (first,) = reconciler.provider.nodes()
+    clock.advance(31 * 60)
+    result = reconciler.tick()
+    assert result.terminated == [first.id]
+    assert result.launched == {"tpu_v4_8": 1}
+    assert any("stuck in waiting_for_report" in e.message for e in reconciler.store.events())
+
+
+def test_under_reporting_node_is_planned_with_the_truth(make, clock):
+    reconciler = make()
+    demand(reconciler, [{"TPU": 4}], clock)
+    reconciler.tick()
+    (node,) = reconciler.provider.nodes()
+    report(reconciler, node.id, idle_since=None, tpu=2)
+    result = reconciler.tick()
+    assert result.launched == {"tpu_v4_8": 1}  # the 4-chip bundle no longer fits it
+    assert any(e.kind == "under-reported" for e in reconciler.store.events())
+
+
+def test_another_clusters_node_is_never_touched(make, clock, provider_config):
+    other = GcpTpuNodeProvider(provider_config, "other")
+    other.create_node({"acceleratorType": "v4-8"}, {TAG_NODE_TYPE: "x"}, 1, "other0")
+    reconciler = make()
+    demand(reconciler, [], clock)
+    clock.advance(3600)
+    reconciler.tick()
+    assert len(other.nodes()) == 1
+    assert reconciler.provider.nodes() == []
