@@ -1,0 +1,177 @@
+"""The node simulator of the embedded local cloud.
+
+Emulated instances do not boot. For each running one, after a boot delay, the simulator
+lays out a simulated host per VM from the catalog entry of its instance type (a p4d.24xlarge
+gets eight A100-40G GPUs behind a simulated NVML, a trn1.32xlarge Neuron devices behind a
+``neuron-ls``, each host of a v4-16 slice four TPU chips) and runs the ordinary node agent
+against it, reporting through the same provider tags a real node uses. The autoscaler cannot
+tell it from a real node except by speed.
+
+Run as ``python -m autoscaler.simulator CLUSTER.yaml``; ``up`` starts it for emulated clusters
+and ``down`` stops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from accel.probe import HostProbe
+from accel.simulated import SimulatedHost, build
+from autoscaler.agent import NodeAgent, tag_publisher
+from autoscaler.config import ClusterConfig, load_cluster_config
+from autoscaler.config.offers import catalog_offer
+from instance_catalog.model import InstanceType
+from providers import background, get_provider
+from providers.base import RUNNING, TAG_NODE_TYPE, NodeProvider
+from providers.local_state import cluster_state_dir
+
+logger = logging.getLogger(__name__)
+
+BOOT_DELAY_S = 2.0
+INTERVAL_S = 0.5
+MIB = 2**20
+
+
+def simulated_hosts(entry: InstanceType, node_id: str) -> list[SimulatedHost]:
+    """One simulated host per VM of ``entry`` (a TPU slice has several)."""
+    accelerator = entry.accelerator
+    hosts = entry.tpu.hosts if entry.tpu else 1
+    return [
+        SimulatedHost(
+            instance_type=entry.name,
+            cpus=entry.vcpus,
+            memory_bytes=entry.memory_mib * MIB,
+            family=accelerator.family if accelerator else None,
+            accelerator_type=accelerator.name if accelerator else None,
+            devices=int(accelerator.count) if accelerator else 0,
+            device_memory_mib=accelerator.memory_mib if accelerator else None,
+            cores_per_device=(accelerator.cores_per_device or 1) if accelerator else 1,
+            tpu_pod_type=entry.name if entry.tpu else None,
+            tpu_worker_id=host,
+            tpu_slice_name=node_id if entry.tpu else None,
+        )
+        for host in range(hosts)
+    ]
+
+
+def host_dir(cluster_name: str, node_id: str, host: int = 0) -> Path:
+    return cluster_state_dir(cluster_name) / "simulated" / node_id / f"host-{host}"
+
+
+def node_environment(cluster_name: str, node_id: str, host: int = 0) -> dict[str, str]:
+    """What a process on a simulated host sees (for `autoscale node run` on it)."""
+    base = host_dir(cluster_name, node_id, host)
+    env = dict(_read_env(base / "env"))
+    env["AUTOSCALE_NODE_STATE_DIR"] = str(base / "state")
+    return env
+
+
+class NodeSimulator:
+    """Runs one agent per host of every running emulated instance of a cluster."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        provider: NodeProvider,
+        boot_delay_s: float = BOOT_DELAY_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.boot_delay_s = boot_delay_s
+        self.clock = clock
+        self.cluster = config.spec.cluster_name
+        self._first_seen: dict[str, float] = {}
+        self._agents: dict[str, list[NodeAgent]] = {}
+
+    def step(self) -> None:
+        now = self.clock()
+        running = {node.id: node for node in self.provider.nodes() if node.state == RUNNING}
+        for node_id, node in running.items():
+            seen = self._first_seen.setdefault(node_id, now)
+            if now - seen < self.boot_delay_s:
+                continue
+            if node_id not in self._agents:
+                self._agents[node_id] = self._boot(node_id, node.tags.get(TAG_NODE_TYPE, ""))
+            for agent in self._agents[node_id]:
+                agent.step()
+        for node_id in set(self._agents) - set(running):
+            del self._agents[node_id]
+            self._first_seen.pop(node_id, None)
+            shutil.rmtree(host_dir(self.cluster, node_id).parent, ignore_errors=True)
+
+    def _boot(self, node_id: str, node_type: str) -> list[NodeAgent]:
+        spec = self.config.spec.available_node_types.get(node_type)
+        if spec is None:
+            return []
+        offer = catalog_offer(spec.node_config, self.config.spec.provider.type, node_type)
+        agents = []
+        for host, simulated in enumerate(simulated_hosts(offer.instance_type, node_id)):
+            base = host_dir(self.cluster, node_id, host)
+            env = build(base / "root", simulated)
+            _write_env(base / "env", env)
+            probe = HostProbe.from_host({**env, "PATH": env.get("PATH", "")})
+            agents.append(
+                NodeAgent(
+                    tag_publisher(self.provider, node_id, host), probe, base / "state", self.clock
+                )
+            )
+        logger.info("booted simulated %s (%s, %d host(s))", node_id, node_type, len(agents))
+        return agents
+
+
+def _write_env(path: Path, env: dict[str, str]) -> None:
+    path.write_text("".join(f"{key}={value}\n" for key, value in sorted(env.items())))
+
+
+def _read_env(path: Path) -> dict[str, str]:
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return {}
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def _record(cluster_name: str) -> Path:
+    return cluster_state_dir(cluster_name) / "simulator.json"
+
+
+def ensure_simulator(config_path: Path, cluster_name: str) -> None:
+    """Start the simulator for an emulated cluster unless one is running."""
+    argv = [sys.executable, "-m", "autoscaler.simulator", str(Path(config_path).resolve())]
+    background.ensure(_record(cluster_name), argv, ready=lambda record: True)
+
+
+def stop_simulator(cluster_name: str) -> bool:
+    return background.stop(_record(cluster_name))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Simulate the nodes of an emulated cluster.")
+    parser.add_argument("config", type=Path)
+    parser.add_argument("--interval", type=float, default=INTERVAL_S)
+    parser.add_argument("--boot-delay", type=float, default=BOOT_DELAY_S)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    config = load_cluster_config(args.config)
+    provider = get_provider(config.spec.provider.model_dump(), config.spec.cluster_name)
+    simulator = NodeSimulator(config, provider, args.boot_delay)
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    while not stopping:
+        try:
+            simulator.step()
+        except Exception:  # the cloud may be going away during `down`
+            logger.warning("simulator round failed", exc_info=True)
+        time.sleep(args.interval)
+
+
+if __name__ == "__main__":
+    main()

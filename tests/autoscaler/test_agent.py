@@ -1,0 +1,189 @@
+"""The node agent and the embedded cloud's node simulator, against the fake Cloud TPU API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from accel.probe import HostProbe
+from accel.simulated import SimulatedHost, build
+from autoscaler.agent import NodeAgent
+from autoscaler.config import parse_cluster_config
+from autoscaler.reconciler import Reconciler
+from autoscaler.report import GCP_VALUE_LIMIT, decode, encode
+from autoscaler.simulator import NodeSimulator, node_environment
+from autoscaler.state import StateStore
+from providers.gcp_tpu import GcpTpuNodeProvider
+from providers.gcp_tpu.emulator import TpuCloud, TpuEmulator
+from tests.autoscaler.test_reconciler import Clock
+
+GIB = 2**30
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOSCALE_STATE_DIR", str(tmp_path / "clusters"))
+    with TpuEmulator(cloud=TpuCloud(create_delay_s=0.0, delete_delay_s=0.0)) as server:
+        config = parse_cluster_config(
+            {
+                "cluster_name": "sim",
+                "max_workers": 10,
+                "provider": {
+                    "type": "gcp",
+                    "project_id": "p",
+                    "availability_zone": "us-central2-b",
+                    "region": "us-central2",
+                    "endpoint_url": server.url,
+                    "operation_poll_s": 0.02,
+                },
+                "available_node_types": {
+                    "tpu_v4_16": {
+                        "node_config": {"acceleratorType": "v4-16"},
+                        "cost_per_hour": 25.76,
+                        "max_workers": 4,
+                    },
+                },
+            },
+            "test",
+        )
+        provider = GcpTpuNodeProvider(config.spec.provider.model_dump(), "sim")
+        yield config, provider, tmp_path
+
+
+def test_agent_reports_on_change_and_on_heartbeat(tmp_path):
+    host = SimulatedHost("p4d.24xlarge", 96, 1152 * GIB, "nvidia", "A100-40G", 8, 40960)
+    probe = HostProbe.from_host(build(tmp_path / "root", host))
+    sent = []
+    clock = Clock()
+    agent = NodeAgent(sent.append, probe, tmp_path / "state", clock, heartbeat_s=60)
+    first = agent.step()
+    assert first.resources["GPU"] == 8
+    assert first.resources["accelerator_type:A100-40G"] == 1
+    assert first.device_free == {"GPU": (1.0,) * 8}
+    assert first.idle_since == clock()
+    clock.advance(10)
+    assert agent.step() is None  # nothing changed, heartbeat not due
+    clock.advance(60)
+    assert agent.step() is not None
+    assert sent[-1].idle_since == first.idle_since  # still idle since the start
+    assert len(sent) == 2
+
+
+def test_a_lease_makes_the_node_busy_and_shows_in_free_shares(tmp_path):
+    host = SimulatedHost("p4d.24xlarge", 96, 1152 * GIB, "nvidia", "A100-40G", 8, 40960)
+    node_env = build(tmp_path / "root", host)
+    agent = NodeAgent(lambda r: None, HostProbe.from_host(node_env), tmp_path / "state")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autoscaler",
+            "node",
+            "run",
+            "--resources",
+            '{"GPU": 0.5}',
+            "--",
+            sys.executable,
+            "-c",
+            "import time; time.sleep(20)",
+        ],
+        env={**os.environ, **node_env, "AUTOSCALE_NODE_STATE_DIR": str(tmp_path / "state")},
+    )
+    try:
+        for _ in range(100):
+            report = agent.report()
+            if report.idle_since is None:
+                break
+            time.sleep(0.1)
+        assert report.idle_since is None
+        assert report.device_free["GPU"][0] == 0.5
+        assert report.free["GPU"] == 7.5
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_simulated_slice_reports_every_host_and_becomes_running(env):
+    config, provider, _ = env
+    clock = Clock()
+    reconciler = Reconciler(config, provider, StateStore(_ / "state.db"), clock)
+    reconciler.store.set_demand({"bundles": [{"TPU": 4, "TPU-v4-16-head": 1}, {"TPU": 4}]}, 0)
+    assert reconciler.tick().launched == {"tpu_v4_16": 1}
+    simulator = NodeSimulator(config, provider, boot_delay_s=0, clock=clock)
+    simulator.step()
+    (node,) = provider.nodes()
+    reports = [decode(node.tags, host) for host in range(2)]
+    assert [r.resources["TPU"] for r in reports] == [4, 4]
+    assert "TPU-v4-16-head" in reports[0].resources
+    assert "TPU-v4-16-head" not in reports[1].resources
+    (view,) = reconciler.sync()
+    assert view.state == "running"
+    assert reconciler.tick().launched == {}
+
+
+def test_slice_whose_second_host_never_reports_is_replaced(env):
+    config, provider, base = env
+    clock = Clock()
+    reconciler = Reconciler(config, provider, StateStore(base / "state.db"), clock)
+    reconciler.store.set_demand({"bundles": [{"TPU": 4}]}, 0)
+    reconciler.tick()
+    (node,) = provider.nodes()
+    simulator = NodeSimulator(config, provider, boot_delay_s=0, clock=clock)
+    simulator.step()
+    provider.set_tags([node.id], {key: "" for key in encode_keys(host=1)})  # host 1 is silent
+    (view,) = reconciler.sync()
+    assert view.state == "waiting_for_report"
+    clock.advance(31 * 60)
+    result = reconciler.tick()
+    assert result.terminated == [node.id]
+    assert result.launched == {"tpu_v4_16": 1}
+
+
+def encode_keys(host: int) -> list[str]:
+    from autoscaler.report import NodeReport
+
+    return list(encode(NodeReport({"CPU": 1}), GCP_VALUE_LIMIT, host))
+
+
+def test_node_run_on_a_simulated_host_gets_device_ids(env):
+    config, provider, base = env
+    clock = Clock()
+    reconciler = Reconciler(config, provider, StateStore(base / "state.db"), clock)
+    reconciler.store.set_demand({"bundles": [{"TPU": 4}]}, 0)
+    reconciler.tick()
+    NodeSimulator(config, provider, boot_delay_s=0, clock=clock).step()
+    (node,) = provider.nodes()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autoscaler",
+            "node",
+            "run",
+            "--resources",
+            '{"TPU": 2}',
+            "--",
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['TPU_VISIBLE_CHIPS'])",
+        ],
+        env={**os.environ, **node_environment("sim", node.id, host=1)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0,1"
+    detect = subprocess.run(
+        [sys.executable, "-m", "autoscaler", "node", "detect", "--json"],
+        env={**os.environ, **node_environment("sim", node.id, host=1)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert json.loads(detect.stdout)["resources"]["TPU"] == 4
