@@ -57,7 +57,7 @@ class NodeAgent:
         self.state_dir = Path(state_dir)
         self.clock = clock
         self.heartbeat_s = heartbeat_s
-        self.version = version or _version()
+        self.version = version or package_version()
         self._last: NodeReport | None = None
         self._idle_file = self.state_dir / "agent-idle.json"
 
@@ -115,7 +115,7 @@ class NodeAgent:
             return since
 
 
-def _version() -> str:
+def package_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:

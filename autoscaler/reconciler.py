@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from autoscaler.agent import package_version
+from autoscaler.bootstrap import agent_script, with_agent
 from autoscaler.config import ClusterConfig
 from autoscaler.demand import parse_demand
 from autoscaler.lifecycle import (
@@ -345,11 +347,21 @@ class Reconciler:
         return len(outcome.node_ids), (outcome.errors[-1] if outcome.errors else None)
 
     def _node_config(self, node_type: str) -> dict[str, Any]:
+        """The node type's node_config, with its market and the agent's boot script."""
         spec = self.config.spec.available_node_types[node_type]
         node_config = dict(spec.node_config)
         if spec.market:
             node_config.setdefault("market", spec.market)
-        return node_config
+        provider = self.config.spec.provider
+        script = agent_script(
+            self.config.spec.cluster_name,
+            provider.model_dump(),
+            provider.agent_package or f"accel-autoscaler=={package_version()}",
+            spec.bootstrap_before or (),
+            spec.bootstrap_after or (),
+            spec.ray_start,
+        )
+        return with_agent(node_config, provider.type, script)
 
     def _failed(self, node_type: str, error: ProviderError) -> None:
         record = self.offerings.record_failure(error)

@@ -245,3 +245,50 @@ def status(as_json: bool) -> None:
             for device_id, share in shares.items()
         ],
     )
+
+
+@node.command()
+@click.option("--cluster", "cluster_name", required=True, help="The cluster this node is in.")
+@click.option("--provider-config", "provider_json", required=True, help="The provider section.")
+@click.option("--node-id", required=True, help="This node's id in the cloud.")
+@click.option("--host", type=click.IntRange(min=0), default=0, help="Worker index in a slice.")
+@click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True)
+@click.option("--once", is_flag=True, help="Report once and exit.")
+@click.option("--ray-start", is_flag=True, help="Run `ray start` with the detected resources.")
+def agent(
+    cluster_name: str,
+    provider_json: str,
+    node_id: str,
+    host: int,
+    interval: float,
+    once: bool,
+    ray_start: bool,
+) -> None:
+    """Report this node's accelerators, leases and idle time to the cluster."""
+    from accel.ledger import default_state_dir
+    from accel.probe import HostProbe
+    from autoscaler.agent import NodeAgent, tag_publisher
+    from providers import get_provider
+
+    try:
+        provider_config = json.loads(provider_json)
+    except json.JSONDecodeError as err:
+        raise click.UsageError(f"--provider-config: not valid JSON ({err.msg})") from err
+    provider = get_provider(provider_config, cluster_name)
+    probe = HostProbe.from_host()
+    reporter = NodeAgent(tag_publisher(provider, node_id, host), probe, default_state_dir())
+    if ray_start:
+        _start_ray(_inventory())
+    if once:
+        reporter.step()
+        return
+    reporter.run(interval)
+
+
+def _start_ray(inventory: NodeInventory) -> None:
+    """``ray start`` joining ``RAY_ADDRESS`` (or as a head) with the detected resources."""
+    address = os.environ.get("RAY_ADDRESS")
+    argv = ["ray", "start", *(["--address", address] if address else ["--head"])]
+    done = subprocess.run([*argv, *_ray_args(inventory)], check=False)
+    if done.returncode != 0:
+        raise click.ClickException(f"ray start failed with exit code {done.returncode}")

@@ -45,6 +45,8 @@ class ProviderConfig(BaseModel):
     endpoint_url: str | None = None
     emulator: bool = False
     cache_stopped_nodes: bool | None = None
+    agent_package: str | None = None
+    """What nodes pip-install to run the agent (default: this version of accel-autoscaler)."""
 
     def price_region(self) -> str | None:
         """``region``; on GCP the zone's region when only ``availability_zone`` is set."""
@@ -73,6 +75,12 @@ class NodeTypeConfig(_Section):
     priority: int = 0
     market: Market | None = None
     """None: spot when node_config asks the cloud for spot capacity, else on-demand."""
+    bootstrap_before: Commands | None = None
+    """Shell commands run on the node before the agent is installed and started."""
+    bootstrap_after: Commands | None = None
+    """Shell commands run after the agent has started."""
+    ray_start: bool = False
+    """Have the agent run `ray start` with the detected resources."""
 
     @model_validator(mode="after")
     def _min_within_max(self) -> NodeTypeConfig:

@@ -187,3 +187,36 @@ def test_node_run_on_a_simulated_host_gets_device_ids(env):
         timeout=60,
     )
     assert json.loads(detect.stdout)["resources"]["TPU"] == 4
+
+
+def test_agent_command_reports_into_the_nodes_labels(env):
+    config, provider, base = env
+    provider.create_node({"acceleratorType": "v4-8"}, {}, 1, "agentcli0")
+    (node,) = provider.nodes()
+    host = SimulatedHost("v4-8", 240, 400 * GIB, "tpu", "TPU-V4", 4, 32768, 2, "v4-8", 0, node.id)
+    node_env = build(base / "root", host)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autoscaler",
+            "node",
+            "agent",
+            "--cluster",
+            "sim",
+            "--provider-config",
+            json.dumps(config.spec.provider.model_dump()),
+            "--node-id",
+            node.id,
+            "--once",
+        ],
+        env={**os.environ, **node_env, "AUTOSCALE_NODE_STATE_DIR": str(base / "state")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    (node,) = provider.nodes()
+    report = decode(node.tags)
+    assert report.resources["TPU"] == 4
+    assert report.resources["TPU-v4-8-head"] == 1
