@@ -23,6 +23,11 @@ DEBUG_ENV_VAR = "AUTOSCALE_DEBUG"
         "node": "autoscaler.cli.node:node",
         "catalog": "autoscaler.cli.catalog:catalog",
         "plan": "autoscaler.cli.plan:plan",
+        "up": "autoscaler.cli.cluster:up",
+        "request": "autoscaler.cli.cluster:request",
+        "monitor": "autoscaler.cli.cluster:monitor",
+        "status": "autoscaler.cli.cluster:status",
+        "down": "autoscaler.cli.cluster:down",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )

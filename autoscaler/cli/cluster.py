@@ -1,0 +1,363 @@
+"""``autoscale up|request|monitor|status|down``: run a cluster against its cloud."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from autoscaler.cli.output import print_json, print_table
+from autoscaler.cli.plan import InputError, format_resources
+
+if TYPE_CHECKING:
+    from autoscaler.cluster_ops import Cluster
+    from autoscaler.config import ClusterConfig
+
+CLUSTER_YAML = click.argument("cluster_yaml", type=click.Path(dir_okay=False))
+
+
+def _config(path: str) -> ClusterConfig:
+    from autoscaler.config import ConfigError, load_cluster_config
+
+    try:
+        return load_cluster_config(path)
+    except ConfigError as err:
+        raise InputError(str(err)) from None
+
+
+def _debug() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().params.get("debug"))
+
+
+@contextmanager
+def _cluster(path: str) -> Iterator[Cluster]:
+    """The opened cluster; cloud and cluster failures end as one message (exit 1)."""
+    from autoscaler.cluster_ops import ClusterError, open_cluster
+    from providers import UnknownProviderError
+    from providers.background import BackgroundError
+    from providers.errors import ProviderError
+
+    config = _config(path)
+    try:
+        cluster = open_cluster(config)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+    except (ClusterError, ProviderError, BackgroundError, UnknownProviderError) as err:
+        if _debug():
+            raise
+        raise click.ClickException(str(err)) from None
+
+
+@contextmanager
+def _progress() -> Iterator[Callable[[str], None]]:
+    """A spinner with the current step on stderr; silent when stderr is not a terminal."""
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("starting", total=None)
+        yield lambda text: progress.update(task, description=text)
+
+
+def _confirm(question: str) -> None:
+    """Ask, or refuse without a terminal to ask on."""
+    if not sys.stdin.isatty():
+        raise click.ClickException(f"{question} Refusing without a terminal: pass --yes")
+    click.confirm(question, abort=True)
+
+
+# up -----------------------------------------------------------------------------------------
+@click.command()
+@CLUSTER_YAML
+@click.option("-y", "--yes", is_flag=True, help="Launch without asking.")
+@click.option("--wait", is_flag=True, help="Wait until every node has reported.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=1800.0,
+    show_default=True,
+    help="Seconds --wait waits.",
+)
+def up(cluster_yaml: str, yes: bool, wait: bool, timeout: float) -> None:
+    """Create or reuse the head node and bring every node type to its min_workers."""
+    from autoscaler import cluster_ops as ops
+
+    with _cluster(cluster_yaml) as cluster:
+        with _progress() as step:
+            step("preflight checks")
+            problems = ops.preflight(cluster.config, cluster.provider.provider_config)
+            if problems:
+                raise click.ClickException(
+                    "preflight failed:\n" + "\n".join(f"  - {p}" for p in problems)
+                )
+            step("planning")
+            launches = ops.preview(cluster)
+        if launches and not yes:
+            what = ", ".join(f"{n} x {t}" for t, n in launches.items())
+            _confirm(f"Launch {what} for cluster {cluster.name}?")
+        with _progress() as step:
+            result = ops.up(cluster, Path(cluster_yaml), step)
+            reported = True
+            if wait:
+                step("waiting for every node to report")
+                reported, _ = ops.wait_reported(cluster.reconciler(), timeout)
+            status = ops.build_status(cluster)
+    if result.head is not None:
+        click.echo(f"head {result.head.id}: {'created' if result.head_created else 'reused'}")
+    click.echo(f"reconcile: {ops.summarize(result.tick)}")
+    for failure in result.tick.failures:
+        click.echo(f"launch failed: {failure}", err=True)
+    _print_status(status)
+    if not reported:
+        waiting = sum(1 for n in status["nodes"] if n["accelerators"] is None)
+        raise click.ClickException(f"timed out after {timeout:g}s: {waiting} node(s) not reported")
+
+
+# request ------------------------------------------------------------------------------------
+@click.command()
+@CLUSTER_YAML
+@click.option("--demand", "demand_source", help="Demand JSON file (or inline JSON).")
+@click.option("--bundles", help="JSON list of bundles; '[]' clears the demand.")
+def request(cluster_yaml: str, demand_source: str | None, bundles: str | None) -> None:
+    """Record the cluster's demand (replacing the previous one)."""
+    from autoscaler.cluster_ops import demand_body, state_path
+    from autoscaler.demand import DemandError, load_demand, parse_bundles
+    from autoscaler.state import StateStore
+
+    if (demand_source is None) == (bundles is None):
+        raise click.UsageError("give exactly one of --demand or --bundles")
+    config = _config(cluster_yaml)
+    try:
+        demand = load_demand(demand_source) if demand_source is not None else parse_bundles(bundles)
+    except DemandError as err:
+        raise InputError(str(err)) from None
+    store = StateStore(state_path(config.spec.cluster_name))
+    try:
+        store.set_demand(demand_body(demand), time.time())
+    finally:
+        store.close()
+    count = sum(b.count for b in demand.bundles)
+    groups = sum(g.count for g in demand.placement_groups)
+    if count or groups:
+        click.echo(
+            f"recorded demand of {config.spec.cluster_name}: {count} bundle(s), "
+            f"{groups} placement group(s)"
+        )
+    else:
+        click.echo(f"cleared the demand of {config.spec.cluster_name}")
+
+
+# monitor ------------------------------------------------------------------------------------
+@click.command()
+@CLUSTER_YAML
+@click.option("--once", is_flag=True, help="One reconcile round, then exit.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds between rounds.",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    help="Serve Prometheus metrics on 127.0.0.1:PORT.",
+)
+def monitor(cluster_yaml: str, once: bool, interval: float, metrics_port: int | None) -> None:
+    """Run the reconcile loop: one summary line per round; Ctrl-C stops."""
+    from autoscaler import cluster_ops as ops
+    from autoscaler.metrics import Metrics
+    from providers.errors import ProviderError
+
+    with _cluster(cluster_yaml) as cluster:
+        metrics = Metrics(cluster.config) if metrics_port is not None else None
+        server = None
+        if metrics is not None:
+            try:
+                server = metrics.serve(metrics_port)
+            except OSError as err:
+                raise click.ClickException(
+                    f"cannot serve metrics on 127.0.0.1:{metrics_port}: {err}"
+                ) from None
+            click.echo(f"metrics on http://127.0.0.1:{metrics_port}/metrics", err=True)
+        reconciler = cluster.reconciler()
+        try:
+            while True:
+                started = cluster.clock()
+                try:
+                    result = reconciler.tick()
+                except ProviderError as err:
+                    if once:
+                        raise
+                    click.echo(f"{_clock(time.time())} round failed: {err}", err=True)
+                else:
+                    if metrics is not None:
+                        events = [e for e in cluster.store.events(500) if e.at >= started]
+                        metrics.observe(result, events)
+                    click.echo(f"{_clock(time.time())} {ops.summarize(result)}")
+                if once:
+                    break
+                time.sleep(interval)
+        except KeyboardInterrupt:
+            click.echo("stopped", err=True)
+        finally:
+            if server is not None:
+                server.shutdown()
+
+
+# status -------------------------------------------------------------------------------------
+@click.command()
+@CLUSTER_YAML
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--events", is_flag=True, help="Add the event log, one line per decision.")
+def status(cluster_yaml: str, as_json: bool, events: bool) -> None:
+    """Nodes (listed from the cloud), pending demand, failures, blocked offerings, cost."""
+    from autoscaler.cluster_ops import build_status
+
+    with _cluster(cluster_yaml) as cluster:
+        data = build_status(cluster, events=events)
+    if as_json:
+        print_json(data)
+        return
+    _print_status(data)
+    for event in data.get("events", []):
+        click.echo(f"{_clock(event['at'])} {event['kind']}: {event['message']}")
+
+
+def _print_status(data: Mapping[str, Any]) -> None:
+    rows = [
+        (
+            n["id"],
+            n["node_type"],
+            n["kind"],
+            n["state"],
+            _accelerators(n["accelerators"]),
+            ", ".join(n["internal_ips"]) or None,
+            ", ".join(n["external_ips"]) or None,
+            _duration(n["idle_seconds"]),
+            _duration(n["age_seconds"]),
+        )
+        for n in data["nodes"]
+    ]
+    if rows:
+        columns = ["id", "type", "kind", "state", "accelerators", "internal IP", "external IP"]
+        print_table(f"Nodes of {data['cluster']}", [*columns, "idle", "age"], rows)
+    else:
+        click.echo(f"Cluster {data['cluster']} has no nodes.")
+    if data["pending"]:
+        print_table(
+            "Pending demand (needs new nodes)",
+            ["node type", "count", "reason", "serves"],
+            [
+                (
+                    p["node_type"],
+                    p["count"],
+                    p["reason"],
+                    "; ".join(
+                        f"{s['count']} x {{{format_resources(s['resources'])}}}"
+                        for s in p["serves"]
+                    )
+                    or None,
+                )
+                for p in data["pending"]
+            ],
+        )
+    for deferred in data["deferred"]:
+        click.echo(f"Deferred by limits: {deferred['count']} x {deferred['node_type']}")
+    if data["infeasible"]:
+        print_table(
+            "Infeasible demand",
+            ["resources", "count", "reason"],
+            [
+                (format_resources(i["resources"]), i["count"], i["reason"])
+                for i in data["infeasible"]
+            ],
+        )
+    if data["failures"]:
+        print_table(
+            "Recent launch failures",
+            ["when", "node type", "offering", "code", "message"],
+            [
+                (_clock(f["at"]), f["node_type"], f["offering"], f["code"], f["message"])
+                for f in data["failures"]
+            ],
+        )
+    if data["unavailable_offerings"]:
+        print_table(
+            "Unavailable offerings",
+            ["offering", "kind", "code", "expires in", "needs"],
+            [
+                (
+                    o["offering"],
+                    o["kind"],
+                    o["code"],
+                    _duration(o["expires_in_seconds"]),
+                    o["detail"] or None,
+                )
+                for o in data["unavailable_offerings"]
+            ],
+        )
+    click.echo(f"Cost now: ${data['cost_per_hour']:.4f}/hour")
+
+
+def _accelerators(accelerators: Mapping[str, int] | None) -> str | None:
+    if accelerators is None:
+        return "not reported"
+    return ", ".join(f"{name}: {count}" for name, count in accelerators.items()) or None
+
+
+def _duration(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+# down ---------------------------------------------------------------------------------------
+@click.command()
+@CLUSTER_YAML
+@click.option("--keep-head", is_flag=True, help="Leave the head node running.")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+def down(cluster_yaml: str, keep_head: bool, yes: bool) -> None:
+    """Terminate every node the cluster owns, wait until none is left, clear its state."""
+    from autoscaler import cluster_ops as ops
+
+    with _cluster(cluster_yaml) as cluster:
+        doomed = ops.doomed(cluster.provider, keep_head)
+        if not yes:
+            _confirm(
+                f"Terminate {len(doomed)} node(s) of cluster {cluster.name} and clear its state?"
+            )
+        with _progress() as step:
+            step(f"terminating {len(doomed)} node(s)")
+            terminated = ops.teardown(cluster, keep_head)
+    click.echo(
+        f"cluster {cluster.name}: terminated {len(terminated)} node(s)"
+        + ("; the head node is kept" if keep_head else "")
+    )
