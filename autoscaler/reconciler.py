@@ -259,8 +259,9 @@ class Reconciler:
 
     def _capacity(self, view: NodeView) -> list[ExistingNode]:
         spec = self.types[view.node_type]
+        worker = view.kind != NODE_KIND_HEAD
         if not view.reported:
-            return _full(spec, view.id)
+            return _full(spec, view.id, worker)
         return [
             ExistingNode(
                 view.node_type,
@@ -268,6 +269,7 @@ class Reconciler:
                 dict(report.device_free),
                 host=host,
                 node_id=view.id,
+                worker=worker,
             )
             for host, report in sorted(view.reports.items())
         ]
@@ -459,12 +461,14 @@ def _state_of(view: NodeView) -> str:
     return TERMINATING
 
 
-def _full(spec: NodeType, node_id: str) -> list[ExistingNode]:
+def _full(spec: NodeType, node_id: str, worker: bool = True) -> list[ExistingNode]:
     """A unit not reporting yet: all its capacity, pending."""
     nodes = []
     for host in range(spec.hosts):
         free = {name: units / 10_000 for name, units in fresh_host(spec, host, -1).free.items()}
-        nodes.append(ExistingNode(spec.name, free, pending=True, host=host, node_id=node_id))
+        nodes.append(
+            ExistingNode(spec.name, free, pending=True, host=host, node_id=node_id, worker=worker)
+        )
     return nodes
 
 

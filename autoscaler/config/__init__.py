@@ -62,6 +62,7 @@ class ClusterConfig:
                 },
                 host=host,
                 node_id="head" if head.hosts == 1 else f"head/{host}",
+                worker=False,
             )
             for host in range(head.hosts)
         )

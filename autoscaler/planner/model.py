@@ -56,6 +56,8 @@ class ExistingNode:
     host: int = 0
     """Host index within its slice (one record per host)."""
     node_id: str | None = None
+    worker: bool = True
+    """False for the head node, which does not count against ``max_workers``."""
 
 
 @dataclass(frozen=True)

@@ -138,9 +138,10 @@ def plan(request: PlanRequest) -> Plan:
 
 # Inputs --------------------------------------------------------------------------------
 def _existing_units(existing: Sequence[ExistingNode]) -> dict[str, int]:
+    """Worker units per type (the head is not a worker)."""
     units: dict[str, set] = defaultdict(set)
     for index, node in enumerate(existing):
-        if node.host == 0:
+        if node.host == 0 and node.worker:
             units[node.node_type].add(node.node_id or index)
     return {name: len(ids) for name, ids in units.items()}
 

@@ -261,3 +261,9 @@ def test_launches_say_what_they_serve():
     (launch,) = result.launches
     assert launch.serves == (({"CPU": 1}, 3),)
     assert launch.reason == "demand"
+
+
+def test_the_head_does_not_count_against_max_workers():
+    head = ExistingNode("m6i.2xlarge", {"CPU": 0}, node_id="head", worker=False)
+    result = run([CPU8], bundles=[({"CPU": 8}, 2)], existing=[head], max_workers=2)
+    assert result.launch_counts() == {"m6i.2xlarge": 2}
