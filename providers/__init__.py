@@ -35,6 +35,10 @@ def get_provider(provider_config: Mapping[str, Any], cluster_name: str) -> NodeP
         from providers.emulator import ensure_emulator
 
         config["endpoint_url"] = ensure_emulator(kind, cluster_name)
+        # The local cloud accepts any credentials; a machine without an account has none.
+        if kind == "aws":
+            config.setdefault("aws_access_key_id", "emulator")
+            config.setdefault("aws_secret_access_key", "emulator")
     module_name, _, class_name = PLUGINS[kind].partition(":")
     plugin = getattr(importlib.import_module(module_name), class_name)
     return plugin(config, cluster_name)
