@@ -28,6 +28,7 @@ DEBUG_ENV_VAR = "AUTOSCALE_DEBUG"
         "monitor": "autoscaler.cli.cluster:monitor",
         "status": "autoscaler.cli.cluster:status",
         "down": "autoscaler.cli.cluster:down",
+        "quickstart": "autoscaler.cli.quickstart:quickstart",
     },
     context_settings={"help_option_names": ["-h", "--help"]},
 )

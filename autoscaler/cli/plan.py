@@ -45,7 +45,7 @@ def plan(
     if as_json:
         print_json(plan_dict(result, config if explain else None))
         return
-    _print_plan(result, {t.name: t for t in config.node_types()})
+    print_plan(result, {t.name: t for t in config.node_types()})
     if explain:
         _print_explain(result, config)
     elif config.warnings:
@@ -94,7 +94,8 @@ def format_resources(resources: Mapping[str, float]) -> str:
     )
 
 
-def _print_plan(result: Plan, node_types: Mapping[str, NodeType]) -> None:
+def print_plan(result: Plan, node_types: Mapping[str, NodeType]) -> None:
+    """The plan as tables: launches with what they serve, infeasible demand, cost and bound."""
     rows = []
     for launch in result.launches:
         price = node_types[launch.node_type].price

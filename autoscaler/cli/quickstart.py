@@ -1,0 +1,171 @@
+"""``autoscale quickstart``: the whole loop on the embedded local cloud, in about a minute.
+
+1. ``up`` the quickstart cluster (local EC2, node simulator, CPU head);
+2. request demand for A100, L4, CPU and Trainium capacity;
+3. run the monitor until every node has booted and reported its accelerators;
+4. run a workload on a node through ``autoscale node run``;
+5. clear the demand and watch idle nodes retire;
+6. ``down``, leaving nothing running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from autoscaler.cli.output import print_table
+
+DEFAULT_CONFIG = "example-clusters/quickstart.yaml"
+DEMAND = {
+    "bundles": [
+        {"resources": {"GPU": 1, "accelerator_type:A100": 0.001}, "count": 16},
+        {"resources": {"GPU": 0.25, "accelerator_type:L4": 0.001}, "count": 8},
+        {"resources": {"CPU": 1}, "count": 200},
+        {"resources": {"neuron_cores": 32}, "count": 1},
+    ],
+    "placement_groups": [],
+}
+TICK_S = 0.5
+STEP_TIMEOUT_S = 90.0
+
+
+@click.command()
+@click.option(
+    "--config",
+    "config_path",
+    default=DEFAULT_CONFIG,
+    show_default=True,
+    type=click.Path(exists=True, dir_okay=False),
+)
+def quickstart(config_path: str) -> None:
+    """Run the autoscaler end to end on the embedded local cloud (no account needed)."""
+    from autoscaler.cli.plan import print_plan
+    from autoscaler.cluster_ops import open_cluster, teardown, up
+    from autoscaler.config import load_cluster_config
+    from autoscaler.planner import plan
+
+    config = load_cluster_config(Path(config_path))
+    if not config.spec.provider.emulator:
+        raise click.UsageError(f"{config_path}: the quickstart needs `provider.emulator: true`")
+    started = time.monotonic()
+    cluster = open_cluster(config)
+    try:
+        _say(1, f"autoscale up {config_path}")
+        result = up(cluster, Path(config_path))
+        head = result.head.id if result.head else "none"
+        click.echo(
+            f"   head node {head}; local EC2 at {cluster.provider.provider_config['endpoint_url']}"
+        )
+
+        _say(2, "request demand: 16 x A100 GPU, 8 x 0.25 L4 GPU, 200 x CPU, 1 x 32 NeuronCores")
+        cluster.store.set_demand(DEMAND, cluster.clock())
+
+        reconciler = cluster.reconciler()
+        first = plan(reconciler.request(reconciler.sync()))
+        print_plan(first, reconciler.types)
+
+        _say(3, "monitor until every node reports its accelerators")
+        _settle(reconciler, lambda r: _all_reported(r) and not r.plan.launches)
+        _print_nodes(reconciler)
+
+        _say(4, "autoscale node run on an A100 node")
+        _run_workload(cluster, reconciler)
+
+        _say(5, "clear the demand; idle nodes retire after their idle timeout")
+        cluster.store.set_demand({"bundles": [], "placement_groups": []}, cluster.clock())
+        _settle(reconciler, lambda r: _only_min_workers_left(reconciler, r))
+        _print_nodes(reconciler)
+    finally:
+        _say(6, "autoscale down")
+        gone = teardown(cluster)
+        cluster.close()
+        click.echo(f"   terminated {len(gone)} node(s); local cloud and simulator stopped")
+    click.echo(f"\nQuickstart finished in {time.monotonic() - started:.0f}s.")
+
+
+def _say(step: int, text: str) -> None:
+    click.secho(f"\n[{step}/6] {text}", bold=True)
+
+
+def _settle(reconciler, done) -> None:
+    """Tick until ``done(result)``, printing one line whenever the node counts change."""
+    from autoscaler.cluster_ops import summarize
+
+    deadline = time.monotonic() + STEP_TIMEOUT_S
+    last_line = ""
+    while True:
+        result = reconciler.tick()
+        line = summarize(result)
+        if line.split("; ")[:3] != last_line.split("; ")[:3]:
+            click.echo(f"   {line}")
+            last_line = line
+        if done(result):
+            return
+        if time.monotonic() > deadline:
+            raise click.ClickException("the cluster did not settle in time; see `autoscale status`")
+        time.sleep(TICK_S)
+
+
+def _all_reported(result) -> bool:
+    return bool(result.nodes) and all(v.reported for v in result.nodes if v.state != "terminating")
+
+
+def _only_min_workers_left(reconciler, result) -> bool:
+    """Every worker type is down to its min_workers."""
+    alive: dict[str, int] = {}
+    for view in result.nodes:
+        if view.kind != "head" and view.state != "terminating":
+            alive[view.node_type] = alive.get(view.node_type, 0) + 1
+    return all(n <= reconciler.types[t].min_workers for t, n in alive.items())
+
+
+def _print_nodes(reconciler) -> None:
+    views = reconciler.sync()
+    rows = []
+    for view in sorted(views, key=lambda v: (v.node_type, v.id)):
+        report = view.reports.get(0)
+        tokens = ", ".join(
+            k.split(":", 1)[1]
+            for k in (report.resources if report else {})
+            if k.startswith("accelerator_type:")
+        )
+        rows.append((view.id, view.node_type, view.state, tokens or "-", view.kind))
+    print_table("Nodes", ["node", "type", "state", "accelerators", "kind"], rows)
+
+
+def _run_workload(cluster, reconciler) -> None:
+    from autoscaler.simulator import node_environment
+
+    views = [
+        v
+        for v in reconciler.sync()
+        if v.reports and "accelerator_type:A100" in v.reports[0].resources
+    ]
+    if not views:
+        click.echo("   no A100 node to run on")
+        return
+    node = views[0]
+    argv = [
+        sys.executable,
+        "-m",
+        "autoscaler",
+        "node",
+        "run",
+        "--resources",
+        '{"GPU": 2}',
+        "--",
+        sys.executable,
+        "-c",
+        "import os; print('CUDA_VISIBLE_DEVICES=' + os.environ['CUDA_VISIBLE_DEVICES'],"
+        " 'AUTOSCALE_ASSIGNED=' + os.environ['AUTOSCALE_ASSIGNED'])",
+    ]
+    env = {**os.environ, **node_environment(cluster.name, node.id)}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    click.echo(f"   on {node.id} ({node.node_type}): {done.stdout.strip() or done.stderr.strip()}")
+    click.echo(f"   $ autoscale node run --resources '{json.dumps({'GPU': 2})}' -- <workload>")
