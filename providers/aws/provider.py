@@ -81,7 +81,11 @@ class AwsNodeProvider(NodeProvider):
         filters = filters + [{"Name": f"tag:{k}", "Values": [v]} for k, v in sorted(tags.items())]
         nodes = []
         for page in self._call(
-            "DescribeInstances", "describe_instances", paginate=True, Filters=filters
+            "DescribeInstances",
+            "describe_instances",
+            paginate=True,
+            Filters=filters,
+            PaginationConfig={"PageSize": BATCH},
         ):
             for reservation in page["Reservations"]:
                 nodes.extend(_node(instance) for instance in reservation["Instances"])
@@ -121,6 +125,7 @@ class AwsNodeProvider(NodeProvider):
         attempt = 0
         for subnet, zone in self._placements(node_config):
             offering = Offering(node_config.get("InstanceType", "?"), zone, _market(node_config))
+            whole = True  # first ask for all of them at once; on a capacity error, any part
             while len(nodes) < count:  # EC2 may start fewer than asked: ask again for the rest
                 attempt += 1
                 try:
@@ -128,12 +133,15 @@ class AwsNodeProvider(NodeProvider):
                         node_config,
                         tags,
                         count - len(nodes),
-                        all_or_nothing,
+                        whole or all_or_nothing,
                         subnet,
                         offering,
                         _token(launch_request_id, offering, attempt),
                     )
                 except CapacityError as error:
+                    if whole and not all_or_nothing and count - len(nodes) > 1:
+                        whole = False
+                        continue
                     errors.append(error)
                     break
                 except ProviderError as error:
@@ -141,6 +149,7 @@ class AwsNodeProvider(NodeProvider):
                         raise  # configuration and permission errors fail fast, no failover
                     errors.append(error)
                     return self._result(launch_request_id, count, offering, errors)
+                whole = False
                 if not started:
                     break
                 nodes += started
@@ -168,7 +177,7 @@ class AwsNodeProvider(NodeProvider):
         node_config: Mapping[str, Any],
         tags: Mapping[str, str],
         count: int,
-        all_or_nothing: bool,
+        at_once: bool,
         subnet: str | None,
         offering: Offering,
         token: str,
@@ -194,7 +203,7 @@ class AwsNodeProvider(NodeProvider):
             "RunInstances",
             "run_instances",
             offering=offering,
-            MinCount=count if all_or_nothing else 1,
+            MinCount=count if at_once else 1,
             MaxCount=count,
             ClientToken=token,
             **params,

@@ -122,7 +122,8 @@ def test_partial_fill_is_reported(provider, ami):
     def rule(name, body):
         if name == "RunInstances":
             calls.append(name)
-            return "InsufficientInstanceCapacity" if len(calls) > 1 else None
+            # All three at once: no capacity; any one: one starts; the rest: no capacity.
+            return "InsufficientInstanceCapacity" if len(calls) != 2 else None
         return None
 
     inject(provider, rule)
