@@ -1,0 +1,125 @@
+"""The reconcile loop against EC2 over HTTP (moto's server), with faults injected."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+
+import pytest
+from botocore.awsrequest import AWSResponse
+
+from autoscaler.config import parse_cluster_config
+from autoscaler.reconciler import Reconciler
+from autoscaler.report import EC2_VALUE_LIMIT, NodeReport, encode
+from autoscaler.state import StateStore
+from providers.aws import AwsNodeProvider
+from providers.errors import ThrottledError
+from tests.autoscaler.test_reconciler import Clock
+
+AMI = "ami-1e749f67"
+
+
+@pytest.fixture
+def endpoint(monkeypatch):
+    from moto.server import ThreadedMotoServer
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    url = f"http://127.0.0.1:{port}"
+    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST")).read()
+    yield url
+    server.stop()
+
+
+@pytest.fixture
+def reconciler(endpoint, tmp_path):
+    provider_config = {"type": "aws", "region": "us-east-1", "endpoint_url": endpoint}
+    config = parse_cluster_config(
+        {
+            "cluster_name": "ec2",
+            "max_workers": 500,
+            "idle_timeout_minutes": 1,
+            "provider": provider_config,
+            "available_node_types": {
+                "t4": {
+                    "node_config": {"InstanceType": "g4dn.xlarge", "ImageId": AMI},
+                    "max_workers": 300,
+                },
+                "t4x4": {
+                    "node_config": {"InstanceType": "g4dn.12xlarge", "ImageId": AMI},
+                    "max_workers": 300,
+                },
+            },
+        },
+        "test",
+    )
+    provider = AwsNodeProvider(provider_config, "ec2")
+    return Reconciler(config, provider, StateStore(tmp_path / "state.db"), Clock())
+
+
+def fault(reconciler: Reconciler, code: str, when) -> None:
+    class Body:
+        def stream(self, **_):
+            yield (
+                f"<Response><Errors><Error><Code>{code}</Code><Message>injected</Message>"
+                "</Error></Errors><RequestID>r</RequestID></Response>"
+            ).encode()
+
+    def hook(request, **_):
+        body = request.body.decode() if isinstance(request.body, bytes) else request.body or ""
+        return AWSResponse(request.url, 400, {}, Body()) if when(body) else None
+
+    reconciler.provider.ec2.meta.events.register_first("before-send.ec2", hook)
+
+
+def test_capacity_for_a_whole_type_moves_to_the_next_cheapest_type(reconciler):
+    reconciler.store.set_demand({"bundles": [{"GPU": 1}]}, 0)
+    fault(
+        reconciler,
+        "InsufficientInstanceCapacity",
+        lambda body: "RunInstances" in body and "g4dn.xlarge" in body,
+    )
+    result = reconciler.tick()
+    assert result.launched == {"t4x4": 1}
+    assert [r.instance_type for r in reconciler.offerings.active()] == ["g4dn.xlarge"]
+
+
+def test_a_throttling_storm_fails_the_round_then_the_loop_resumes_without_duplicates(reconciler):
+    reconciler.store.set_demand({"bundles": [{"GPU": 1}]}, 0)
+    storm = [True]
+    fault(reconciler, "RequestLimitExceeded", lambda body: storm[0])
+    with pytest.raises(ThrottledError):
+        reconciler.tick()
+    storm[0] = False
+    assert reconciler.tick().launched == {"t4": 1}
+    assert reconciler.tick().launched == {}
+    assert len(reconciler.provider.nodes()) == 1
+
+
+def test_two_hundred_idle_nodes_are_reclaimed_in_one_round(reconciler):
+    reconciler.store.set_demand({"bundles": [{"resources": {"GPU": 1}, "count": 200}]}, 0)
+    assert reconciler.tick().launched == {"t4": 200}
+    nodes = reconciler.provider.nodes()
+    idle = NodeReport(
+        {"CPU": 4, "GPU": 1, "accelerator_type:T4": 1},
+        {"GPU": 1},
+        {"CPU": 4, "GPU": 1},
+        {"GPU": (1.0,)},
+        idle_since=0.0,
+    )
+    reconciler.provider.set_tags([n.id for n in nodes], encode(idle, EC2_VALUE_LIMIT))
+    reconciler.store.set_demand({"bundles": []}, 0)
+    reconciler.clock.advance(120)
+    calls = []
+    reconciler.provider.ec2.meta.events.register(
+        "before-call.ec2.TerminateInstances", lambda **_: calls.append(1)
+    )
+    result = reconciler.tick()
+    assert len(result.terminated) == 200
+    assert calls == [1]  # one batched call
+    assert reconciler.provider.nodes() == []
