@@ -1,40 +1,63 @@
 """Every example cluster loads, validates and plans the demand it is meant for."""
 
 import dataclasses
+import gzip
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import moto
 import pytest
+import yaml
 
 from autoscaler.config import load_cluster_config
 from autoscaler.demand import parse_demand
 from autoscaler.planner import PlanRequest, plan
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "example-clusters"
-DEMANDS = {
-    "quickstart.yaml": (
+
+
+def gpu(model, count=1):
+    return {"GPU": count, f"accelerator_type:{model}": 0.001}
+
+
+# (example, bundles, expected launch counts); the first case of each example also goes
+# through `autoscale plan` on the command line.
+CASES = [
+    (
+        "quickstart.yaml",
         [
-            {"resources": {"GPU": 1, "accelerator_type:A100": 0.001}, "count": 16},
-            {"resources": {"GPU": 0.25, "accelerator_type:L4": 0.001}, "count": 8},
+            {"resources": gpu("A100"), "count": 16},
+            {"resources": gpu("L4", 0.25), "count": 8},
             {"resources": {"CPU": 1}, "count": 200},
             {"neuron_cores": 32},
         ],
         {"a100": 2, "l4": 2, "cpu": 25, "trainium": 1},
     ),
-    "aws-gpu.yaml": (
-        [{"GPU": 8, "accelerator_type:H100": 0.001}, {"GPU": 1, "accelerator_type:A10G": 0.001}],
-        {"h100": 1, "a10g_spot": 1},
+    ("quickstart.yaml", [gpu("T4")], {"t4": 1}),
+    (
+        "aws-gpu.yaml",
+        [gpu("H100", 8), gpu("A10G"), gpu("L4"), gpu("L40S")],
+        {"h100": 1, "a10g_spot": 1, "l4_spot": 1, "l40s_spot": 1},
     ),
-    "aws-trainium.yaml": (
+    ("aws-gpu.yaml", [gpu("A100-80G", 8), gpu("A100-40G", 8)], {"a100_80g": 1, "a100": 1}),
+    (
+        "aws-trainium.yaml",
         [{"neuron_cores": 128}, {"neuron_cores": 2}],
         {"trn2": 1, "inf2_small": 1},
     ),
-    "aws-gaudi.yaml": ([{"HPU": 8}, {"HPU": 8}], {"gaudi": 2}),
-    "gcp-tpu.yaml": ([{"TPU": 4, "TPU-v4-16-head": 1}, {"TPU": 4}], {"tpu_v4_16": 1}),
-    "gcp-gpu.yaml": ([{"GPU": 8, "accelerator_type:A100-80G": 0.001}], {"a100_80g_8": 1}),
-    "ray-compatible.yaml": ([{"GPU": 1}], {"ray.worker.gpu": 1}),
-}
+    ("aws-trainium.yaml", [{"neuron_cores": 24}], {"inf2": 1}),
+    ("aws-gaudi.yaml", [{"HPU": 8}, {"HPU": 8}], {"gaudi": 2}),
+    ("gcp-tpu.yaml", [{"TPU": 4, "TPU-v4-16-head": 1}, {"TPU": 4}], {"tpu_v4_16": 1}),
+    ("gcp-tpu.yaml", [{"TPU": 4}], {"tpu_v4_8_spot": 1}),
+    ("gcp-gpu.yaml", [gpu("A100-80G", 8)], {"a100_80g_8": 1}),
+    ("gcp-gpu.yaml", [gpu("H100", 8), gpu("L4"), gpu("T4")], {"h100_8": 1, "l4": 1, "t4": 1}),
+    ("ray-compatible.yaml", [{"resources": {"CPU": 1}, "count": 6}], {"ray.worker.default": 2}),
+    # Ray's min_workers: 1 is launched with no demand at all.
+    ("ray-compatible.yaml", [], {"ray.worker.default": 1}),
+]
+FIRST_CASES = {name: (bundles, expected) for name, bundles, expected in reversed(CASES)}
 
 
 def request(config, bundles):
@@ -46,28 +69,72 @@ def request(config, bundles):
     )
 
 
-def test_every_example_is_covered():
-    assert {p.name for p in EXAMPLES.glob("*.yaml")} == set(DEMANDS)
+def test_every_example_has_a_case():
+    assert {p.name for p in EXAMPLES.glob("*.yaml")} == set(FIRST_CASES)
 
 
-@pytest.mark.parametrize("name", sorted(DEMANDS))
-def test_example_plans_its_demand(name):
+@pytest.mark.parametrize("name", sorted(FIRST_CASES))
+def test_example_loads_without_warnings(name):
     config = load_cluster_config(EXAMPLES / name)
-    bundles, expected = DEMANDS[name]
+    assert config.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("name", "bundles", "expected"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_example_plans_its_demand(name, bundles, expected):
+    config = load_cluster_config(EXAMPLES / name)
     result = plan(request(config, bundles))
     assert result.infeasible == ()
+    assert result.deferred == ()
     assert result.launch_counts() == expected
 
 
-def test_spot_capacity_out_falls_back_to_on_demand():
-    config = load_cluster_config(EXAMPLES / "aws-gpu.yaml")
-    out = tuple(
+def test_quickstart_head_takes_small_cpu_bundles_and_workers_retire_fast():
+    config = load_cluster_config(EXAMPLES / "quickstart.yaml")
+    result = plan(request(config, [{"resources": {"CPU": 1}, "count": 200}]))
+    assert result.placed_on_existing == 2  # the head's own 2 CPUs
+    workers = [t.name for t in config.node_types() if t.name != config.head_node_type]
+    assert {config.idle_timeout_minutes(name) for name in workers} == {0.1}
+
+
+def test_quickstart_is_on_the_embedded_cloud():
+    assert load_cluster_config(EXAMPLES / "quickstart.yaml").spec.provider.emulator
+
+
+def test_aws_examples_use_one_ami_the_local_cloud_knows():
+    bundled = Path(moto.__file__).parent / "ec2" / "resources" / "amis.json.gz"
+    known = {a["ami_id"]: a for a in json.loads(gzip.decompress(bundled.read_bytes()))}
+    amis = set()
+    for path in EXAMPLES.glob("*.yaml"):
+        spec = yaml.safe_load(path.read_text())
+        if spec["provider"]["type"] == "aws":
+            amis |= {t["node_config"]["ImageId"] for t in spec["available_node_types"].values()}
+    assert len(amis) == 1
+    (ami,) = amis
+    assert known[ami]["architecture"] == "x86_64"
+
+
+@pytest.mark.parametrize(
+    ("name", "spot_out"),
+    [
+        ("aws-gpu.yaml", {"a10g": 1, "l4": 1, "l40s": 1}),
+        ("gcp-tpu.yaml", {"tpu_v4_8": 1}),
+    ],
+)
+def test_spot_capacity_out_falls_back_to_on_demand(name, spot_out):
+    config = load_cluster_config(EXAMPLES / name)
+    types = tuple(
         dataclasses.replace(t, available=False) if t.market == "spot" else t
         for t in config.node_types()
     )
-    base = request(config, [{"GPU": 1, "accelerator_type:A10G": 0.001}])
-    result = plan(dataclasses.replace(base, node_types=out))
-    assert result.launch_counts() == {"a10g": 1}
+    spot = {t.name.removesuffix("_spot") for t in types if t.market == "spot"}
+    assert spot == set(spot_out)  # every spot type has its on-demand twin
+    bundles = [gpu("A10G"), gpu("L4"), gpu("L40S")] if name == "aws-gpu.yaml" else [{"TPU": 4}]
+    base = request(config, bundles)
+    result = plan(dataclasses.replace(base, node_types=types))
+    assert result.infeasible == ()
+    assert result.launch_counts() == spot_out
 
 
 def test_ray_yaml_keys_we_ignore_are_listed():
@@ -75,12 +142,19 @@ def test_ray_yaml_keys_we_ignore_are_listed():
     assert {"setup_commands", "docker", "auth", "file_mounts"} <= set(ignored)
 
 
-@pytest.mark.parametrize("name", sorted(DEMANDS))
+@pytest.mark.parametrize("name", sorted(FIRST_CASES))
 def test_autoscale_plan_accepts_each_example(name):
+    bundles, expected = FIRST_CASES[name]
     done = subprocess.run(
-        [sys.executable, "-m", "autoscaler", "plan", str(EXAMPLES / name), "--json"],
+        [
+            *(sys.executable, "-m", "autoscaler", "plan", str(EXAMPLES / name)),
+            *("--bundles", json.dumps(bundles), "--json"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["infeasible"] == []
+    assert out["launch"] == expected
