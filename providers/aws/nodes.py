@@ -1,0 +1,53 @@
+"""EC2 instance records as :class:`ProviderNode` s."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from providers.base import (
+    ON_DEMAND,
+    PENDING,
+    RUNNING,
+    SPOT,
+    STOPPED,
+    STOPPING,
+    TERMINATED,
+    TERMINATING,
+    Host,
+    ProviderNode,
+)
+
+STATES = {
+    "pending": PENDING,
+    "running": RUNNING,
+    "stopping": STOPPING,
+    "stopped": STOPPED,
+    "shutting-down": TERMINATING,
+    "terminated": TERMINATED,
+}
+LIVE_STATES = ("pending", "running", "stopping", "stopped")
+"""EC2's names of the non-terminated states."""
+
+
+def to_node(instance: Mapping[str, Any]) -> ProviderNode:
+    """The node an EC2 ``Instance`` record describes."""
+    launched = instance.get("LaunchTime")
+    return ProviderNode(
+        id=instance["InstanceId"],
+        state=STATES.get(instance.get("State", {}).get("Name", ""), PENDING),
+        tags={tag["Key"]: tag["Value"] for tag in instance.get("Tags") or []},
+        instance_type=instance.get("InstanceType", ""),
+        zone=instance.get("Placement", {}).get("AvailabilityZone"),
+        market=SPOT if instance.get("InstanceLifecycle") == "spot" else ON_DEMAND,
+        hosts=(Host(0, instance.get("PrivateIpAddress"), instance.get("PublicIpAddress")),),
+        launched_at=launched.timestamp() if launched else None,
+    )
+
+
+def market_of(node_config: Mapping[str, Any]) -> str:
+    """``market`` when given, else spot when the node asks EC2 for spot capacity."""
+    if node_config.get("market") in (SPOT, ON_DEMAND):
+        return node_config["market"]
+    options = node_config.get("InstanceMarketOptions") or {}
+    return SPOT if options.get("MarketType") == "spot" else ON_DEMAND
