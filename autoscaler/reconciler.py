@@ -156,6 +156,7 @@ class Reconciler:
         nodes = self.provider.nodes()
         self._resolve_intents(nodes, now)
         known = self.store.node_states()
+        recorded = {intent.request_id for intent in self.store.intents()}
         views = []
         for node in nodes:
             node_type = node.tags.get(TAG_NODE_TYPE, "")
@@ -176,7 +177,7 @@ class Reconciler:
                     self.store.set_node_state(node.id, node_type, view.state, view.since)
             else:
                 self.store.set_node_state(node.id, node_type, view.state, now)
-                if previous is None and not self._launched_here(node):
+                if previous is None and node.tags.get(TAG_LAUNCH_REQUEST) not in recorded:
                     self._event(
                         "adopted",
                         f"adopted {node.id} ({node_type}) found in the cloud",
@@ -207,10 +208,6 @@ class Reconciler:
                 )
             elif now - intent.created_at > timeout_s(REQUESTED, True):
                 self.store.settle_intent(intent.request_id, FAILED_INTENT, detail="never appeared")
-
-    def _launched_here(self, node: ProviderNode) -> bool:
-        request = node.tags.get(TAG_LAUNCH_REQUEST)
-        return any(i.request_id == request for i in self.store.intents())
 
     def _check_reported_capacity(self, view: NodeView) -> None:
         spec = self.types.get(view.node_type)

@@ -52,26 +52,22 @@ def _inventory(resources_json: str | None = None, num_gpus: float | None = None)
 
 @node.command()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--ray-start-args", is_flag=True, help="Print matching `ray start` flags.")
+@click.option("--ray-start-args", "print_ray_args", is_flag=True, help="Print `ray start` flags.")
 @click.option("--num-gpus", type=click.FloatRange(min=0), help="Override the GPU count.")
 @click.option("--resources", "resources_json", help="Override resources, e.g. '{\"TPU\": 4}'.")
 def detect(
-    as_json: bool, ray_start_args: bool, num_gpus: float | None, resources_json: str | None
+    as_json: bool, print_ray_args: bool, num_gpus: float | None, resources_json: str | None
 ) -> None:
     """Detect CPU, memory and every accelerator on this node."""
     inventory = _inventory(resources_json, num_gpus)
-    if ray_start_args:
-        click.echo(shlex.join(["ray", "start", *_ray_args(inventory)]))
+    if print_ray_args:
+        click.echo(shlex.join(["ray", "start", *ray_start_args(inventory)]))
     elif as_json:
         print_json(inventory.to_dict())
     else:
         _print_inventory(inventory)
     for warning in inventory.warnings:
         click.echo(f"warning: {warning}", err=True)
-
-
-def _ray_args(inventory: NodeInventory) -> list[str]:
-    return ray_start_args(inventory)
 
 
 def _print_inventory(inventory: NodeInventory) -> None:
@@ -289,6 +285,6 @@ def _start_ray(inventory: NodeInventory) -> None:
     """``ray start`` joining ``RAY_ADDRESS`` (or as a head) with the detected resources."""
     address = os.environ.get("RAY_ADDRESS")
     argv = ["ray", "start", *(["--address", address] if address else ["--head"])]
-    done = subprocess.run([*argv, *_ray_args(inventory)], check=False)
+    done = subprocess.run([*argv, *ray_start_args(inventory)], check=False)
     if done.returncode != 0:
         raise click.ClickException(f"ray start failed with exit code {done.returncode}")

@@ -44,7 +44,7 @@ def test_ec2_emulator_is_shared_by_separate_processes(state_dir):
 
 
 def test_stop_ends_the_emulator_and_a_new_one_starts_after(state_dir):
-    first = ensure_emulator("aws", "emu-test")
+    ensure_emulator("aws", "emu-test")
     assert stop_emulator("aws", "emu-test") is True
     assert stop_emulator("aws", "emu-test") is False
     second = ensure_emulator("aws", "emu-test")
@@ -57,7 +57,6 @@ def test_stop_ends_the_emulator_and_a_new_one_starts_after(state_dir):
     )
     assert ec2.describe_instances()["Reservations"] == []  # a fresh, empty cloud
     assert ensure_emulator("aws", "emu-test") == second
-    del first
 
 
 def test_unknown_provider_type_names_the_known_ones():
