@@ -3,7 +3,8 @@
 It runs on every launched node (``autoscale node agent``) and in the embedded cloud's node
 simulator, with the same code. A report carries the node's true resources, its devices,
 what is free right now (per device share too) and since when nothing has been leased. It is
-published on change and on a heartbeat, into the node's own tags (EC2) or labels (GCP).
+published on change and on a heartbeat, into the node's own tags (labels), within the
+cloud's value limit.
 """
 
 from __future__ import annotations
@@ -19,20 +20,19 @@ from accel.allocation import from_units
 from accel.ledger import NodeLedger
 from accel.node import apply_overrides, detect_node, overrides_from_env
 from accel.probe import HostProbe
-from autoscaler.report import EC2_VALUE_LIMIT, GCP_VALUE_LIMIT, NodeReport, encode
+from autoscaler.report import NodeReport, encode
 from providers.base import NodeProvider
 
 logger = logging.getLogger(__name__)
 
 HEARTBEAT_S = 60.0
-VALUE_LIMITS = {"aws": EC2_VALUE_LIMIT, "gcp": GCP_VALUE_LIMIT}
 
 
 def tag_publisher(
     provider: NodeProvider, node_id: str, host: int = 0
 ) -> Callable[[NodeReport], None]:
     """Publish into the node's own tags or labels, within the cloud's value limit."""
-    limit = VALUE_LIMITS.get(provider.provider_config.get("type", "aws"), GCP_VALUE_LIMIT)
+    limit = provider.cloud.tag_value_limit
 
     def publish(report: NodeReport) -> None:
         provider.set_tags([node_id], encode(report, limit, host))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from accel.families import families_for_resource
-from autoscaler.config.suggest import did_you_mean
+from accel.suggest import did_you_mean
 from autoscaler.planner.model import STRATEGIES, BundleDemand, Demand, PlacementGroupDemand
 
 MAX_MESSAGES = 50

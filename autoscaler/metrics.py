@@ -15,8 +15,6 @@ if TYPE_CHECKING:
     from autoscaler.reconciler import TickResult
     from autoscaler.state import Event
 
-INSTANCE_TYPE_KEYS = ("InstanceType", "machineType", "acceleratorType")
-
 
 class Metrics:
     """The loop's metrics in their own registry (several can live in one process)."""
@@ -88,10 +86,7 @@ class Metrics:
         return server
 
     def _offering(self, node_type: str) -> str:
-        spec = self.config.spec.available_node_types.get(node_type)
-        if spec is None:
-            return "unknown"
-        instance_type = next(
-            (spec.node_config[k] for k in INSTANCE_TYPE_KEYS if spec.node_config.get(k)), "unknown"
-        )
-        return f"{instance_type}/{self.config.node_type(node_type).market}"
+        """The type's offering as a label: instance type, zones, market."""
+        known = {t.name: t for t in self.config.node_types()}
+        offering = known[node_type].offering if node_type in known else None
+        return str(offering) if offering else "unknown"

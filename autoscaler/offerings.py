@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
-from providers.base import Offering
+from providers.base import NodeTypeOffering, Offering
 from providers.errors import AccessDeniedError, CapacityError, ProviderError, QuotaError
 
 CAPACITY_TTL_S = 300.0
@@ -94,17 +94,23 @@ class UnavailableOfferings:
         else:
             self._store(replace(record, probe_budget=record.probe_budget * 2))
 
-    def budget(self, offering: Offering) -> int | None:
-        """Units that may be launched on ``offering`` now: 0 while blocked, the probe budget
-        after expiry, None (unlimited) when nothing is remembered. An offering with no zone
-        (a node type, whose zones the provider fails over itself) is held back by a record
-        for any of its zones."""
+    def budget(self, offering: NodeTypeOffering) -> int | None:
+        """Units of a node type that may be launched now: None (unlimited) while any of its
+        zones is clear, else the largest probe budget among its zones (0 while every one is
+        blocked). A record without a zone (the whole type failed everywhere) blocks every
+        zone; a record for one zone blocks only that zone."""
+        budgets = [self._zone_budget(unit) for unit in offering.offerings()]
+        if any(budget is None for budget in budgets):
+            return None
+        return max(budgets)
+
+    def _zone_budget(self, offering: Offering) -> int | None:
         records = [
             r
             for r in self._records.values()
             if r.instance_type == offering.instance_type
             and r.market == offering.market
-            and (offering.zone is None or r.zone in (None, offering.zone))
+            and r.zone in (None, offering.zone)
         ]
         if not records:
             return None

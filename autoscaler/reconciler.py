@@ -1,13 +1,17 @@
-"""The reconcile loop: sync from the cloud, plan, act. One call to ``tick`` is one round.
+"""The reconcile loop: observe the cloud, settle, plan, act. One call to ``tick`` is one round.
 
-* **Sync**: the cloud's tags are the truth. Owned nodes are listed, launch intents recorded
-  before a create call are resolved against the instances carrying their request id, each
-  node's lifecycle state is advanced, and the agents' reports are read.
+* **Observe** (read-only): the cloud's tags are the truth. Owned nodes are listed, launch
+  intents recorded before a create call are matched with the instances carrying their
+  request id, each node's lifecycle state is worked out, and the agents' reports are read.
+  Read commands (``status``, ``plan``, every ``--json``) stop here.
+* **Sync**: what observing found is written down: intents settled, node states recorded,
+  vanished nodes forgotten, adoptions and under-reporting logged.
 * **Plan**: the pure planner gets the recorded demand, every node (reported ones with their
   true free capacity, the rest as pending capacity), and the offerings known to be out.
-* **Act**: launches go out in batches under a per-tick budget, each recorded as an intent
-  first; capacity failures mark the offering and the round re-plans around it; idle,
-  timed-out and orphaned nodes are terminated. Every decision lands in the event log.
+* **Act**: launches go out in batches under a per-tick budget through one launch path (the
+  head's too), each recorded as an intent first; capacity failures mark the offering and the
+  round re-plans around it; idle, timed-out and orphaned nodes are terminated. Every
+  decision lands in the event log.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from accel.allocation import SHARE_UNITS
 from autoscaler.agent import package_version
-from autoscaler.bootstrap import agent_script, with_agent
+from autoscaler.bootstrap import agent_script
 from autoscaler.config import ClusterConfig
 from autoscaler.demand import parse_demand
 from autoscaler.lifecycle import (
@@ -34,7 +39,7 @@ from autoscaler.lifecycle import (
 )
 from autoscaler.offerings import UnavailableOfferings
 from autoscaler.planner import ExistingNode, NodeType, Plan, PlanRequest, plan
-from autoscaler.planner.items import fresh_host, is_accelerator_type
+from autoscaler.planner.items import is_accelerator_type
 from autoscaler.report import NodeReport, decode
 from autoscaler.state import (
     FAILED_INTENT,
@@ -45,18 +50,15 @@ from autoscaler.state import (
     StateStore,
 )
 from providers.base import (
+    CLOUD_PENDING,
+    CLOUD_RUNNING,
     NODE_KIND_HEAD,
     NODE_KIND_WORKER,
-    PENDING,
     TAG_LAUNCH_REQUEST,
     TAG_NODE_KIND,
     TAG_NODE_TYPE,
     NodeProvider,
-    Offering,
     ProviderNode,
-)
-from providers.base import (
-    RUNNING as CLOUD_RUNNING,
 )
 from providers.errors import CapacityError, ProviderError
 
@@ -67,8 +69,8 @@ LAUNCH_BATCH = 50
 LAUNCHES_PER_TICK = 500
 """Units launched per round at most (the global rate limit)."""
 REPLAN_ROUNDS = 3
-BOOTING = frozenset({ALLOCATED, WAITING_FOR_REPORT})
 """Re-plans within one round after capacity failures."""
+BOOTING = frozenset({ALLOCATED, WAITING_FOR_REPORT})
 
 
 @dataclass
@@ -100,6 +102,33 @@ class NodeView:
         if not self.reported or any(r.idle_since is None for r in self.reports.values()):
             return None
         return max(r.idle_since for r in self.reports.values())
+
+
+@dataclass(frozen=True)
+class NodeStateChange:
+    node_id: str
+    node_type: str
+    state: str
+    since: float
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The cluster as the cloud's tags and the state file show it now, and what ``sync``
+    would write down about it. Building one writes nothing."""
+
+    views: list[NodeView]
+    waiting_intents: tuple[Intent, ...] = ()
+    """Pending launches whose instances the cloud does not list yet (pending capacity)."""
+    found_intents: tuple[tuple[Intent, tuple[str, ...]], ...] = ()
+    """Pending launches whose instances the cloud lists (e.g. after a crash)."""
+    expired_intents: tuple[Intent, ...] = ()
+    state_changes: tuple[NodeStateChange, ...] = ()
+    adopted: tuple[NodeView, ...] = ()
+    """Owned nodes no launch of ours explains."""
+    newly_running: tuple[NodeView, ...] = ()
+    forgotten: tuple[str, ...] = ()
+    """Recorded nodes the cloud no longer lists."""
 
 
 @dataclass
@@ -134,107 +163,148 @@ class Reconciler:
     # One round ----------------------------------------------------------------------------
     def tick(self) -> TickResult:
         started = time.perf_counter()
-        views = self.sync()
-        result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=views)
-        self._retire(views, result)
-        result.plan = self._plan(views)
+        observation = self.sync()
+        result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=observation.views)
+        self._retire(observation, result)
+        result.plan = self.current_plan(observation)
         budget = self.launches_per_tick
         for _ in range(REPLAN_ROUNDS):
-            budget, capacity_failed = self._launch(result.plan, budget, result)
+            budget, capacity_failed = self._launch_plan(result.plan, budget, result)
             if not capacity_failed or budget <= 0:
                 break
-            views = self.sync()
-            result.plan = self._plan(views)
-            result.nodes = views
+            observation = self.sync()
+            result.plan = self.current_plan(observation)
+            result.nodes = observation.views
         result.seconds = time.perf_counter() - started
         return result
 
-    # Sync ---------------------------------------------------------------------------------
-    def sync(self) -> list[NodeView]:
-        """Owned nodes with their lifecycle state and reports; intents resolved."""
+    # Observe (read-only) ----------------------------------------------------------------
+    def observe(self) -> Observation:
+        """Owned nodes with their lifecycle state and reports, intents matched; no writes."""
         now = self.clock()
         nodes = self.provider.nodes()
-        self._resolve_intents(nodes, now)
-        known = self.store.node_states()
-        recorded = {intent.request_id for intent in self.store.intents()}
-        views = []
+        intents = self.store.intents()
+        by_request: dict[str, list[str]] = defaultdict(list)
         for node in nodes:
-            node_type = node.tags.get(TAG_NODE_TYPE, "")
-            kind = node.tags.get(TAG_NODE_KIND, NODE_KIND_WORKER)
-            reports = {
-                host: report
-                for host in range(max(1, len(node.hosts)))
-                if (report := decode(node.tags, host)) is not None
-            }
-            view = NodeView(node, node_type, kind, ALLOCATED, now, reports)
-            view.state = _state_of(view)
+            if TAG_LAUNCH_REQUEST in node.tags:
+                by_request[node.tags[TAG_LAUNCH_REQUEST]].append(node.id)
+        waiting, found, expired = [], [], []
+        for intent in intents:
+            if intent.status != PENDING_INTENT:
+                continue
+            ids = tuple(sorted(by_request.get(intent.request_id, ())))
+            if ids:
+                found.append((intent, ids))
+            elif now - intent.created_at > timeout_s(REQUESTED, True):
+                expired.append(intent)
+            else:
+                waiting.append(intent)
+        known = self.store.node_states()
+        recorded = {intent.request_id for intent in intents}
+        views, changes, adopted, newly_running = [], [], [], []
+        for node in nodes:
+            view = self._view(node, now)
             previous = known.get(node.id)
             if previous is not None and (
                 previous[1] == view.state or {previous[1], view.state} <= BOOTING
             ):
                 view.since = previous[2]  # booting is timed from the launch, across its states
                 if previous[1] != view.state:
-                    self.store.set_node_state(node.id, node_type, view.state, view.since)
+                    changes.append(NodeStateChange(node.id, view.node_type, view.state, view.since))
             else:
-                self.store.set_node_state(node.id, node_type, view.state, now)
+                changes.append(NodeStateChange(node.id, view.node_type, view.state, now))
                 if previous is None and node.tags.get(TAG_LAUNCH_REQUEST) not in recorded:
-                    self._event(
-                        "adopted",
-                        f"adopted {node.id} ({node_type}) found in the cloud",
-                        node_type,
-                        node.id,
-                    )
+                    adopted.append(view)
             if view.state == RUNNING and previous is not None and previous[1] != RUNNING:
-                self._check_reported_capacity(view)
+                newly_running.append(view)
             views.append(view)
-        for node_id in set(known) - {node.id for node in nodes}:
-            self.store.forget_node(node_id)
-        return views
+        listed = {node.id for node in nodes}
+        return Observation(
+            views=views,
+            waiting_intents=tuple(waiting),
+            found_intents=tuple(found),
+            expired_intents=tuple(expired),
+            state_changes=tuple(changes),
+            adopted=tuple(adopted),
+            newly_running=tuple(newly_running),
+            forgotten=tuple(sorted(set(known) - listed)),
+        )
 
-    def _resolve_intents(self, nodes: list[ProviderNode], now: float) -> None:
-        by_request: dict[str, list[str]] = defaultdict(list)
-        for node in nodes:
-            if TAG_LAUNCH_REQUEST in node.tags:
-                by_request[node.tags[TAG_LAUNCH_REQUEST]].append(node.id)
-        for intent in self.store.intents(PENDING_INTENT):
-            found = tuple(sorted(by_request.get(intent.request_id, ())))
-            if found:
-                self.store.settle_intent(intent.request_id, LAUNCHED_INTENT, found)
-                self._event(
-                    "resolved",
-                    f"launch {intent.request_id} found in the cloud after a "
-                    f"restart: {len(found)} x {intent.node_type}",
-                    intent.node_type,
-                )
-            elif now - intent.created_at > timeout_s(REQUESTED, True):
-                self.store.settle_intent(intent.request_id, FAILED_INTENT, detail="never appeared")
+    def _view(self, node: ProviderNode, now: float) -> NodeView:
+        reports = {
+            host: report
+            for host in range(max(1, len(node.hosts)))
+            if (report := decode(node.tags, host)) is not None
+        }
+        view = NodeView(
+            node,
+            node.tags.get(TAG_NODE_TYPE, ""),
+            node.tags.get(TAG_NODE_KIND, NODE_KIND_WORKER),
+            ALLOCATED,
+            now,
+            reports,
+        )
+        view.state = _state_of(view)
+        return view
+
+    # Sync (writes what observing found) -------------------------------------------------
+    def sync(self) -> Observation:
+        """Observe, then record it: intents settled, node states, events."""
+        observation = self.observe()
+        for intent, ids in observation.found_intents:
+            self.store.settle_intent(intent.request_id, LAUNCHED_INTENT, ids)
+            self._event(
+                "resolved",
+                f"launch {intent.request_id} found in the cloud after a "
+                f"restart: {len(ids)} x {intent.node_type}",
+                intent.node_type,
+            )
+        for intent in observation.expired_intents:
+            self.store.settle_intent(intent.request_id, FAILED_INTENT, detail="never appeared")
+        for change in observation.state_changes:
+            self.store.set_node_state(change.node_id, change.node_type, change.state, change.since)
+        for view in observation.adopted:
+            self._event(
+                "adopted",
+                f"adopted {view.id} ({view.node_type}) found in the cloud",
+                view.node_type,
+                view.id,
+            )
+        for view in observation.newly_running:
+            self._check_reported_capacity(view)
+        for node_id in observation.forgotten:
+            self.store.forget_node(node_id)
+        return observation
 
     def _check_reported_capacity(self, view: NodeView) -> None:
         spec = self.types.get(view.node_type)
         if spec is None:
             return
         for host, report in view.reports.items():
-            promised = fresh_host(spec, host, -1).free
+            promised = spec.host_resources(host)
             for name in spec.devices:
                 have = report.resources.get(name, 0.0)
-                if have * 10_000 < promised.get(name, 0):
+                if round(have * SHARE_UNITS) < round(promised.get(name, 0.0) * SHARE_UNITS):
                     self._event(
                         "under-reported",
                         f"{view.id} host {host} reports {name} {have:g} but {view.node_type} "
-                        f"promised {promised[name] / 10_000:g}; planning with what it reports",
+                        f"promised {promised[name]:g}; planning with what it reports",
                         view.node_type,
                         view.id,
                     )
 
     # Plan ---------------------------------------------------------------------------------
-    def _plan(self, views: list[NodeView]) -> Plan:
-        return plan(self.request(views))
+    def current_plan(self, observation: Observation | None = None) -> Plan:
+        """The plan for the cluster as ``observation`` shows it (observed now if None)."""
+        return plan(self.request(observation or self.observe()))
 
     def request(
-        self, views: list[NodeView], leave_out: frozenset[str] = frozenset()
+        self, observation: Observation, leave_out: frozenset[str] = frozenset()
     ) -> PlanRequest:
+        """The planner's input: demand, capacity (reported, booting, being launched), the
+        node types with what the unavailable offerings allow."""
         existing: list[ExistingNode] = []
-        for view in views:
+        for view in observation.views:
             if (
                 view.id in leave_out
                 or view.state == TERMINATING
@@ -242,9 +312,9 @@ class Reconciler:
             ):
                 continue
             existing.extend(self._capacity(view))
-        for intent in self.store.intents(PENDING_INTENT):
+        for intent in observation.waiting_intents:
             spec = self.types.get(intent.node_type)
-            if spec is not None and not intent.node_ids:
+            if spec is not None:
                 for unit in range(intent.count):
                     existing.extend(_full(spec, f"intent:{intent.request_id}:{unit}"))
         return PlanRequest(
@@ -272,38 +342,28 @@ class Reconciler:
         ]
 
     def _available(self, node_type: NodeType) -> NodeType:
-        offering = self._offering(node_type.name)
-        budget = self.offerings.budget(offering) if offering else None
+        if node_type.offering is None:
+            return node_type
+        budget = self.offerings.budget(node_type.offering)
         if budget is None:
             return node_type
         if budget == 0:
             return replace(node_type, available=False)
         return replace(node_type, max_workers=min(node_type.max_workers or budget, budget))
 
-    def _offering(self, node_type: str) -> Offering | None:
-        node_config = self.config.spec.available_node_types[node_type].node_config
-        instance_type = (
-            node_config.get("InstanceType")
-            or node_config.get("machineType")
-            or node_config.get("acceleratorType")
-        )
-        if instance_type is None:
-            return None
-        return Offering(instance_type, None, self.types[node_type].market)
-
     # Act ----------------------------------------------------------------------------------
-    def _launch(self, result_plan: Plan, budget: int, result: TickResult) -> tuple[int, bool]:
+    def _launch_plan(self, result_plan: Plan, budget: int, result: TickResult) -> tuple[int, bool]:
         capacity_failed = False
         for launch in result_plan.launches:
             remaining = min(launch.count, budget)
             while remaining > 0:
                 batch = min(remaining, LAUNCH_BATCH)
-                launched, error = self._create(launch.node_type, batch, launch.serves)
-                if launched:
-                    result.launched[launch.node_type] = (
-                        result.launched.get(launch.node_type, 0) + launched
-                    )
-                budget -= launched
+                nodes, error = self.launch(launch.node_type, batch, serves=launch.serves)
+                if nodes:
+                    result.launched[launch.node_type] = result.launched.get(
+                        launch.node_type, 0
+                    ) + len(nodes)
+                budget -= len(nodes)
                 remaining -= batch
                 if error is not None:
                     result.failures.append(str(error))
@@ -311,56 +371,60 @@ class Reconciler:
                     break
         return budget, capacity_failed
 
-    def _create(self, node_type: str, count: int, serves: Any) -> tuple[int, ProviderError | None]:
+    def launch(
+        self, node_type: str, count: int, kind: str = NODE_KIND_WORKER, serves: Any = ()
+    ) -> tuple[tuple[ProviderNode, ...], ProviderError | None]:
+        """Launch ``count`` units of ``node_type`` as ``kind`` (head or worker): the intent
+        is recorded before the create call, the nodes carry the cluster's tags and the
+        launch request, their states and an event are recorded. Returns the nodes created
+        and the error that stopped short of ``count`` (None when all were created)."""
         request_id = uuid.uuid4().hex
         now = self.clock()
         self.store.record_intent(Intent(request_id, node_type, count, now, PENDING_INTENT))
-        tags = {
-            TAG_NODE_TYPE: node_type,
-            TAG_NODE_KIND: NODE_KIND_WORKER,
-            TAG_LAUNCH_REQUEST: request_id,
-        }
+        tags = {TAG_NODE_TYPE: node_type, TAG_NODE_KIND: kind, TAG_LAUNCH_REQUEST: request_id}
         try:
             outcome = self.provider.create_node(
-                self._node_config(node_type), tags, count, request_id
+                self.node_config(node_type), tags, count, request_id
             )
         except ProviderError as error:
             self.store.settle_intent(request_id, FAILED_INTENT, detail=str(error))
             self._failed(node_type, error)
-            return 0, error
+            return (), error
         self.store.settle_intent(request_id, LAUNCHED_INTENT, outcome.node_ids)
         for node_id in outcome.node_ids:
             self.store.set_node_state(node_id, node_type, ALLOCATED, now)
         if outcome.offering is not None:
             self.offerings.record_success(outcome.offering)
+        head = kind == NODE_KIND_HEAD
         self._event(
             "launched",
-            f"launched {len(outcome.node_ids)} x {node_type}"
+            f"launched head {', '.join(outcome.node_ids)} ({node_type})"
+            if head
+            else f"launched {len(outcome.node_ids)} x {node_type}"
             + (f" (asked {count})" if outcome.partial else "")
             + f" for {_describe(serves)}",
             node_type,
+            outcome.node_ids[0] if head and outcome.node_ids else None,
             data={"request_id": request_id, "node_ids": list(outcome.node_ids)},
         )
         for error in outcome.errors:
             self._failed(node_type, error)
-        return len(outcome.node_ids), (outcome.errors[-1] if outcome.errors else None)
+        return outcome.nodes, (outcome.errors[-1] if outcome.errors else None)
 
-    def _node_config(self, node_type: str) -> dict[str, Any]:
-        """The node type's node_config, with its market and the agent's boot script."""
+    def node_config(self, node_type: str) -> dict[str, Any]:
+        """The node type's node_config as launched: its market and the agent's boot script."""
         spec = self.config.spec.available_node_types[node_type]
-        node_config = dict(spec.node_config)
-        if spec.market:
-            node_config.setdefault("market", spec.market)
         provider = self.config.spec.provider
         script = agent_script(
             self.config.spec.cluster_name,
             provider.model_dump(),
+            self.provider.cloud.node_identity_script,
             provider.agent_package or f"accel-autoscaler=={package_version()}",
             spec.bootstrap_before or (),
             spec.bootstrap_after or (),
             spec.ray_start,
         )
-        return with_agent(node_config, provider.type, script)
+        return self.provider.cloud.with_boot_script(self.config.launch_config(node_type), script)
 
     def _failed(self, node_type: str, error: ProviderError) -> None:
         record = self.offerings.record_failure(error)
@@ -378,9 +442,10 @@ class Reconciler:
             },
         )
 
-    def _retire(self, views: list[NodeView], result: TickResult) -> None:
+    def _retire(self, observation: Observation, result: TickResult) -> None:
         """Terminate orphaned, timed-out and idle nodes (never the head, never below
         min_workers, never one the current demand would need relaunched)."""
+        views = observation.views
         now = self.clock()
         reasons: dict[str, str] = {}
         for view in views:
@@ -392,7 +457,7 @@ class Reconciler:
             accelerated = is_accelerator_type(self.types[view.node_type])
             if view.state != RUNNING and now - view.since > timeout_s(view.state, accelerated):
                 reasons[view.id] = f"stuck in {view.state} for {now - view.since:.0f}s; replacing"
-        reasons.update(self._idle(views, now, reasons))
+        reasons.update(self._idle(observation, now, reasons))
         if not reasons:
             return
         acted = self.provider.terminate_nodes(sorted(reasons))
@@ -405,7 +470,10 @@ class Reconciler:
             )
         result.terminated.extend(acted)
 
-    def _idle(self, views: list[NodeView], now: float, taken: Mapping[str, str]) -> dict[str, str]:
+    def _idle(
+        self, observation: Observation, now: float, taken: Mapping[str, str]
+    ) -> dict[str, str]:
+        views = observation.views
         alive = defaultdict(int)
         for view in views:
             if view.state != TERMINATING and view.id not in taken:
@@ -429,11 +497,12 @@ class Reconciler:
             alive[view.node_type] -= 1
             chosen[view.id] = f"idle for {(now - view.idle_since) / 60:.1f} min"
         if chosen:  # keep idle nodes that pending demand would otherwise relaunch
-            without = plan(self.request(views, frozenset(chosen))).launch_counts()
-            with_all = plan(self.request(views)).launch_counts()
+            without = plan(self.request(observation, frozenset(chosen))).launch_counts()
+            with_all = plan(self.request(observation)).launch_counts()
+            types_of = {v.id: v.node_type for v in views}
             for node_type, extra in without.items():
                 keep = extra - with_all.get(node_type, 0)
-                for node_id in [i for i in chosen if _type_of(views, i) == node_type][:keep]:
+                for node_id in [i for i in chosen if types_of[i] == node_type][:keep]:
                     del chosen[node_id]
         return chosen
 
@@ -451,7 +520,7 @@ class Reconciler:
 
 
 def _state_of(view: NodeView) -> str:
-    if view.node.state == PENDING:
+    if view.node.state == CLOUD_PENDING:
         return ALLOCATED
     if view.node.state == CLOUD_RUNNING:
         return RUNNING if view.reported else WAITING_FOR_REPORT
@@ -460,17 +529,17 @@ def _state_of(view: NodeView) -> str:
 
 def _full(spec: NodeType, node_id: str, worker: bool = True) -> list[ExistingNode]:
     """A unit not reporting yet: all its capacity, pending."""
-    nodes = []
-    for host in range(spec.hosts):
-        free = {name: units / 10_000 for name, units in fresh_host(spec, host, -1).free.items()}
-        nodes.append(
-            ExistingNode(spec.name, free, pending=True, host=host, node_id=node_id, worker=worker)
+    return [
+        ExistingNode(
+            spec.name,
+            spec.host_resources(host),
+            pending=True,
+            host=host,
+            node_id=node_id,
+            worker=worker,
         )
-    return nodes
-
-
-def _type_of(views: list[NodeView], node_id: str) -> str:
-    return next(v.node_type for v in views if v.id == node_id)
+        for host in range(spec.hosts)
+    ]
 
 
 def _describe(serves: Any) -> str:

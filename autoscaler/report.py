@@ -1,8 +1,8 @@
 """What a node agent reports about its node, carried in the cloud's own tags or labels.
 
 A report is compact JSON, compressed and base32-encoded (lower case, so GCP label values
-accept it), split over numbered keys that each stay under the cloud's value limit (256
-characters for EC2 tags, 63 for GCP labels). The version key lets a newer autoscaler read an
+accept it), split over numbered keys that each stay under the cloud's value limit
+(``Cloud.tag_value_limit``). The version key lets a newer autoscaler read an
 older agent, and the checksum makes a half-written report read as "no report".
 """
 
@@ -19,8 +19,6 @@ REPORT_VERSION = 1
 KEY_PREFIX = "accel-r"
 """Keys are ``accel-r<host>-v`` (version), ``-n`` (chunks), ``-c`` (checksum), ``-<i>``: each
 host of a multi-host slice reports under its own worker index."""
-EC2_VALUE_LIMIT = 256
-GCP_VALUE_LIMIT = 63
 
 
 @dataclass(frozen=True)

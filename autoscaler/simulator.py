@@ -26,10 +26,9 @@ from accel.probe import HostProbe
 from accel.simulated import SimulatedHost, build
 from autoscaler.agent import NodeAgent, tag_publisher
 from autoscaler.config import ClusterConfig, load_cluster_config
-from autoscaler.config.offers import catalog_offer
 from instance_catalog.model import InstanceType
 from providers import background, get_provider
-from providers.base import RUNNING, TAG_NODE_TYPE, NodeProvider
+from providers.base import CLOUD_RUNNING, TAG_NODE_TYPE, NodeProvider
 from providers.local_state import cluster_state_dir
 
 logger = logging.getLogger(__name__)
@@ -93,7 +92,7 @@ class NodeSimulator:
 
     def step(self) -> None:
         now = self.clock()
-        running = {node.id: node for node in self.provider.nodes() if node.state == RUNNING}
+        running = {node.id: node for node in self.provider.nodes() if node.state == CLOUD_RUNNING}
         for node_id, node in running.items():
             seen = self._first_seen.setdefault(node_id, now)
             if now - seen < self.boot_delay_s:
@@ -108,10 +107,13 @@ class NodeSimulator:
             shutil.rmtree(host_dir(self.cluster, node_id).parent, ignore_errors=True)
 
     def _boot(self, node_id: str, node_type: str) -> list[NodeAgent]:
-        spec = self.config.spec.available_node_types.get(node_type)
-        if spec is None:
+        if node_type not in self.config.spec.available_node_types:
             return []
-        offer = catalog_offer(spec.node_config, self.config.spec.provider.type, node_type)
+        offer = self.config.cloud.catalog_offer(
+            self.config.launch_config(node_type), self.config.provider_settings()
+        )
+        if offer is None:
+            return []
         agents = []
         for host, simulated in enumerate(simulated_hosts(offer.instance_type, node_id)):
             base = host_dir(self.cluster, node_id, host)
@@ -161,7 +163,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     config = load_cluster_config(args.config)
-    provider = get_provider(config.spec.provider.model_dump(), config.spec.cluster_name)
+    provider = get_provider(config.provider_settings(), config.spec.cluster_name)
     simulator = NodeSimulator(config, provider, args.boot_delay)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))

@@ -13,7 +13,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autoscaler.planner.model import Demand
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS demand (id INTEGER PRIMARY KEY CHECK (id = 1), body TEXT NOT NULL,
@@ -67,6 +70,19 @@ class StateStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
+
+    @classmethod
+    def open_read_only(cls, path: Path) -> StateStore:
+        """The state file opened so nothing can be written (an empty in-memory state when
+        there is no file yet): for read commands."""
+        store = cls.__new__(cls)
+        store.path = path
+        if path.exists():
+            store._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        else:
+            store._db = sqlite3.connect(":memory:", isolation_level=None)
+            store._db.executescript(SCHEMA)
+        return store
 
     def close(self) -> None:
         self._db.close()
@@ -214,3 +230,14 @@ class StateStore:
         with self.transaction() as db:
             for table in ("demand", "intents", "nodes", "offerings", "events"):
                 db.execute(f"DELETE FROM {table}")
+
+
+def demand_body(demand: Demand) -> dict[str, Any]:
+    """A parsed demand as the JSON the store keeps (identical shapes merged)."""
+    return {
+        "bundles": [{"resources": dict(b.resources), "count": b.count} for b in demand.bundles],
+        "placement_groups": [
+            {"strategy": g.strategy, "bundles": [dict(b) for b in g.bundles], "count": g.count}
+            for g in demand.placement_groups
+        ],
+    }

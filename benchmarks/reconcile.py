@@ -19,9 +19,9 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from autoscaler.cluster_ops import open_cluster, teardown, up
 from planner_problems import demand, problem
 
-from autoscaler.cluster_ops import open_cluster, teardown, up
 from autoscaler.config import load_cluster_config
 from providers.base import TAG_NODE_KIND, TAG_NODE_TYPE
 

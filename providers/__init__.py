@@ -1,5 +1,10 @@
 """Node providers: one small contract (``providers.base``) and a plugin per cloud.
 
+A cloud is one package here with two faces: a :class:`~providers.base.Cloud` (what the
+autoscaler knows offline: node_config keys, boot script, tag limits, emulator) and a
+:class:`~providers.base.NodeProvider` (the cloud's API). Adding a cloud is adding a package
+and one line to :data:`CLOUDS`.
+
 ``get_provider`` picks the plugin from ``provider.type``. With ``emulator: true`` the
 embedded local cloud is started (or reused) first and the same plugin talks to it over HTTP,
 so nothing in a cloud's code path branches on the emulator.
@@ -9,36 +14,47 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
-from providers.base import NodeProvider
+from providers.base import Cloud, NodeProvider
 
-PLUGINS = {
-    "aws": "providers.aws:AwsNodeProvider",
-    "gcp": "providers.gcp_tpu:GcpTpuNodeProvider",
+CLOUDS = {
+    "aws": "providers.aws.cloud:AwsCloud",
+    "gcp": "providers.gcp_tpu.cloud:GcpCloud",
 }
+"""``provider.type`` -> the cloud's offline surface."""
 
 
 class UnknownProviderError(ValueError):
     pass
 
 
+@cache
+def cloud_for(kind: str) -> Cloud:
+    """The offline surface of cloud ``kind`` (no cloud SDK is imported)."""
+    if kind not in CLOUDS:
+        raise UnknownProviderError(
+            f"provider.type {str(kind)[:40]!r} is not supported; "
+            f"known types: {', '.join(sorted(CLOUDS))}"
+        )
+    return _load(CLOUDS[kind])()
+
+
 def get_provider(provider_config: Mapping[str, Any], cluster_name: str) -> NodeProvider:
     """The plugin for ``provider_config["type"]``, bound to ``cluster_name``."""
     kind = provider_config.get("type")
-    if kind not in PLUGINS:
-        raise UnknownProviderError(
-            f"provider.type {kind!r} is not supported; known types: {', '.join(sorted(PLUGINS))}"
-        )
+    cloud = cloud_for(kind)
     config = dict(provider_config)
     if config.get("emulator"):
         from providers.emulator import ensure_emulator
 
         config["endpoint_url"] = ensure_emulator(kind, cluster_name)
-        # The local cloud accepts any credentials; a machine without an account has none.
-        if kind == "aws":
-            config.setdefault("aws_access_key_id", "emulator")
-            config.setdefault("aws_secret_access_key", "emulator")
-    module_name, _, class_name = PLUGINS[kind].partition(":")
-    plugin = getattr(importlib.import_module(module_name), class_name)
-    return plugin(config, cluster_name)
+        for key, value in cloud.emulator_settings().items():
+            config.setdefault(key, value)
+    return _load(cloud.provider_class)(config, cluster_name)
+
+
+def _load(path: str) -> Any:
+    module_name, _, name = path.partition(":")
+    return getattr(importlib.import_module(module_name), name)

@@ -14,9 +14,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from providers.errors import ProviderError
+
+if TYPE_CHECKING:
+    from instance_catalog.catalog import Offer
 
 # Ownership tags (AWS tags; GCP labels use the same keys, which are valid label keys).
 TAG_CLUSTER = "accel-cluster-name"
@@ -30,14 +33,15 @@ NODE_KIND_WORKER = "worker"
 ON_DEMAND = "on-demand"
 SPOT = "spot"
 
-# Node states, the same for every cloud.
-PENDING = "pending"
-RUNNING = "running"
-STOPPING = "stopping"
-STOPPED = "stopped"
-TERMINATING = "terminating"
-TERMINATED = "terminated"
-NON_TERMINATED_STATES = frozenset({PENDING, RUNNING, STOPPING, STOPPED})
+# A node's state as its cloud reports it, named the same for every cloud (the autoscaler's
+# own lifecycle states are in ``autoscaler.lifecycle``).
+CLOUD_PENDING = "pending"
+CLOUD_RUNNING = "running"
+CLOUD_STOPPING = "stopping"
+CLOUD_STOPPED = "stopped"
+CLOUD_TERMINATING = "terminating"
+CLOUD_TERMINATED = "terminated"
+LIVE_CLOUD_STATES = frozenset({CLOUD_PENDING, CLOUD_RUNNING, CLOUD_STOPPING, CLOUD_STOPPED})
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,25 @@ class Offering:
 
     def __str__(self) -> str:
         return f"{self.instance_type}/{self.zone or 'any zone'}/{self.market}"
+
+
+@dataclass(frozen=True)
+class NodeTypeOffering:
+    """What a node type launches: one instance type in one market, in ``zones`` tried in
+    order (empty: the cloud or the node config picks the zone)."""
+
+    instance_type: str
+    market: str = ON_DEMAND
+    zones: tuple[str, ...] = ()
+    region: str | None = None
+
+    def offerings(self) -> tuple[Offering, ...]:
+        """The units of availability it draws on: one per zone (one zone-less if none)."""
+        zones = self.zones or (None,)
+        return tuple(Offering(self.instance_type, zone, self.market) for zone in zones)
+
+    def __str__(self) -> str:
+        return f"{self.instance_type}/{','.join(self.zones) or 'any zone'}/{self.market}"
 
 
 @dataclass(frozen=True)
@@ -105,8 +128,65 @@ class LaunchResult:
         return 0 < len(self.nodes) < self.requested
 
 
+class Cloud(ABC):
+    """What the autoscaler knows about one cloud without calling it: how a node config names
+    its instance type and offering, how a node boots the agent, how long a tag may be, and
+    how the embedded local cloud serves it. Everything here is offline and cheap to import
+    (no cloud SDK), so loading a cluster YAML stays fast.
+    """
+
+    name: ClassVar[str]
+    """``provider.type`` in the cluster YAML, and the instance catalog's cloud name."""
+    provider_class: ClassVar[str]
+    """``module:Class`` of this cloud's :class:`NodeProvider` (imported on first use)."""
+    instance_type_field: ClassVar[str]
+    """The node_config key that names the instance type, for messages."""
+    tag_value_limit: ClassVar[int]
+    """Characters a tag (label) value may hold; reports are chunked to fit."""
+    node_identity_script: ClassVar[str]
+    """Shell lines, run on a booting node, that set ``NODE_ID`` (the provider's node id) and
+    ``HOST`` (the host's index within its slice) from the cloud's metadata service."""
+    emulator_module: ClassVar[str]
+    """``python -m`` module of the embedded local cloud's server; it takes ``--host`` and
+    ``--port`` (or what :meth:`emulator_argv` says)."""
+
+    @abstractmethod
+    def catalog_offer(
+        self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
+    ) -> Offer | None:
+        """The catalog entry ``node_config`` launches (GPUs attached where that applies);
+        None when it names no instance type. Raises :class:`InvalidConfigError` whose
+        ``field`` is the node_config key at fault."""
+
+    @abstractmethod
+    def offering(
+        self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
+    ) -> NodeTypeOffering | None:
+        """Instance type, market and zones ``node_config`` launches on (None without an
+        instance type). A ``market`` key in ``node_config`` wins over the cloud's own keys."""
+
+    def price_region(self, provider_config: Mapping[str, Any]) -> str | None:
+        """The region whose catalog prices apply."""
+        return provider_config.get("region")
+
+    @abstractmethod
+    def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
+        """``node_config`` running ``script`` at first boot, unless the user set their own."""
+
+    def emulator_argv(self, host: str, port: int) -> list[str]:
+        """Arguments after ``python`` that start the embedded local cloud's server."""
+        return ["-m", self.emulator_module, "--host", host, "--port", str(port)]
+
+    def emulator_settings(self) -> dict[str, Any]:
+        """Provider settings the embedded local cloud needs (e.g. throwaway credentials)."""
+        return {}
+
+
 class NodeProvider(ABC):
     """One cloud's nodes for one cluster."""
+
+    cloud: ClassVar[Cloud]
+    """The cloud's offline surface (see :class:`Cloud`)."""
 
     def __init__(self, provider_config: Mapping[str, Any], cluster_name: str) -> None:
         self.provider_config = dict(provider_config)
@@ -138,11 +218,11 @@ class NodeProvider(ABC):
 
     def is_running(self, node_id: str) -> bool:
         node = self.node(node_id)
-        return node is not None and node.state == RUNNING
+        return node is not None and node.state == CLOUD_RUNNING
 
     def is_terminated(self, node_id: str) -> bool:
         node = self.node(node_id)
-        return node is None or node.state not in NON_TERMINATED_STATES
+        return node is None or node.state not in LIVE_CLOUD_STATES
 
     # Changing -------------------------------------------------------------------------
     @abstractmethod
@@ -174,6 +254,13 @@ class NodeProvider(ABC):
 
     def set_node_tags(self, node_id: str, tags: Mapping[str, str]) -> None:
         self.set_tags([node_id], tags)
+
+    # Before launching ------------------------------------------------------------------
+    def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        """Problems that would make launches of these node types (by name) fail, found with
+        read-only or dry-run calls: region, zones, network, image, offered types,
+        permissions. Empty when nothing is wrong."""
+        return []
 
     # Helpers for plugins ------------------------------------------------------------------
     def ownership_tags(self, tags: Mapping[str, str]) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""The embedded local cloud: EC2 served by moto's server, Cloud TPU by our fake REST server.
+"""The embedded local cloud: each cloud's server (its ``Cloud.emulator_argv``: moto's server
+for EC2, our fake REST server for Cloud TPU) as a background process.
 
 An emulator is a background process on 127.0.0.1 that outlives one command, so `up`,
 `status` and `down` in separate shells see the same instances. Its address and process are
@@ -17,10 +18,6 @@ from providers import background
 from providers.local_state import cluster_state_dir
 
 HOST = "127.0.0.1"
-SERVERS = {
-    "aws": ["-m", "moto.server", "-H", HOST, "-p", "{port}"],
-    "gcp": ["-m", "providers.gcp_tpu.emulator", "--host", HOST, "--port", "{port}"],
-}
 
 
 def _record_path(kind: str, cluster_name: str) -> Path:
@@ -28,14 +25,17 @@ def _record_path(kind: str, cluster_name: str) -> Path:
 
 
 def ensure_emulator(kind: str, cluster_name: str) -> str:
-    """The URL of this cluster's running ``kind`` emulator, starting one if needed."""
+    """The URL of this cluster's running emulator of cloud ``kind``, starting one if needed."""
+    from providers import cloud_for
+
+    cloud = cloud_for(kind)
     port = _free_port()
-    argv = [sys.executable, *(arg.format(port=port) for arg in SERVERS[kind])]
+    argv = [sys.executable, *cloud.emulator_argv(HOST, port)]
     record = background.ensure(
-        _record_path(kind, cluster_name),
+        _record_path(cloud.name, cluster_name),
         argv,
         _answers,
-        extra={"kind": kind, "url": f"http://{HOST}:{port}", "port": port},
+        extra={"kind": cloud.name, "url": f"http://{HOST}:{port}", "port": port},
     )
     return record["url"]
 

@@ -73,6 +73,11 @@ class InvalidConfigError(ProviderError):
 
     kind = "invalid-config"
 
+    def __init__(self, *args, field: str | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.field = field
+        """The node_config key at fault (dotted, e.g. ``guestAccelerators[0].acceleratorType``)."""
+
 
 class NodeNotFoundError(ProviderError):
     """The resource does not exist (or no longer does)."""

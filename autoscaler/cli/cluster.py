@@ -15,7 +15,7 @@ from autoscaler.cli.output import print_json, print_table
 from autoscaler.cli.plan import InputError, format_resources
 
 if TYPE_CHECKING:
-    from autoscaler.cluster_ops import Cluster
+    from autoscaler.cluster import Cluster
     from autoscaler.config import ClusterConfig
 
 CLUSTER_YAML = click.argument("cluster_yaml", type=click.Path(dir_okay=False))
@@ -36,16 +36,17 @@ def _debug() -> bool:
 
 
 @contextmanager
-def _cluster(path: str) -> Iterator[Cluster]:
-    """The opened cluster; cloud and cluster failures end as one message (exit 1)."""
-    from autoscaler.cluster_ops import ClusterError, open_cluster
+def _cluster(path: str, read_only: bool = False) -> Iterator[Cluster]:
+    """The opened cluster; cloud and cluster failures end as one message (exit 1).
+    ``read_only``: the state file cannot be written (read commands)."""
+    from autoscaler.cluster import ClusterError, open_cluster
     from providers import UnknownProviderError
     from providers.background import BackgroundError
     from providers.errors import ProviderError
 
     config = _config(path)
     try:
-        cluster = open_cluster(config)
+        cluster = open_cluster(config, read_only=read_only)
         try:
             yield cluster
         finally:
@@ -96,31 +97,33 @@ def _confirm(question: str) -> None:
 )
 def up(cluster_yaml: str, yes: bool, wait: bool, timeout: float) -> None:
     """Create or reuse the head node and bring every node type to its min_workers."""
-    from autoscaler import cluster_ops as ops
+    from autoscaler import bring_up
+    from autoscaler.monitor import all_reported, summarize, tick_until
+    from autoscaler.status_view import build_status
 
     with _cluster(cluster_yaml) as cluster:
         with _progress() as step:
             step("preflight checks")
-            problems = ops.preflight(cluster.config, cluster.provider.provider_config)
+            problems = bring_up.preflight(cluster)
             if problems:
                 raise click.ClickException(
                     "preflight failed:\n" + "\n".join(f"  - {p}" for p in problems)
                 )
             step("planning")
-            launches = ops.preview(cluster)
+            launches = bring_up.preview(cluster)
         if launches and not yes:
             what = ", ".join(f"{n} x {t}" for t, n in launches.items())
             _confirm(f"Launch {what} for cluster {cluster.name}?")
         with _progress() as step:
-            result = ops.up(cluster, Path(cluster_yaml), step)
+            result = bring_up.up(cluster, Path(cluster_yaml), step)
             reported = True
             if wait:
                 step("waiting for every node to report")
-                reported, _ = ops.wait_reported(cluster.reconciler(), timeout)
-            status = ops.build_status(cluster)
+                reported, _ = tick_until(cluster.reconciler(), all_reported, timeout)
+            status = build_status(cluster)
     if result.head is not None:
         click.echo(f"head {result.head.id}: {'created' if result.head_created else 'reused'}")
-    click.echo(f"reconcile: {ops.summarize(result.tick)}")
+    click.echo(f"reconcile: {summarize(result.tick).line()}")
     for failure in result.tick.failures:
         click.echo(f"launch failed: {failure}", err=True)
     _print_status(status)
@@ -136,9 +139,9 @@ def up(cluster_yaml: str, yes: bool, wait: bool, timeout: float) -> None:
 @click.option("--bundles", help="JSON list of bundles; '[]' clears the demand.")
 def request(cluster_yaml: str, demand_source: str | None, bundles: str | None) -> None:
     """Record the cluster's demand (replacing the previous one)."""
-    from autoscaler.cluster_ops import demand_body, state_path
+    from autoscaler.cluster import state_path
     from autoscaler.demand import DemandError, load_demand, parse_bundles
-    from autoscaler.state import StateStore
+    from autoscaler.state import StateStore, demand_body
 
     if (demand_source is None) == (bundles is None):
         raise click.UsageError("give exactly one of --demand or --bundles")
@@ -181,9 +184,16 @@ def request(cluster_yaml: str, demand_source: str | None, bundles: str | None) -
 )
 def monitor(cluster_yaml: str, once: bool, interval: float, metrics_port: int | None) -> None:
     """Run the reconcile loop: one summary line per round; Ctrl-C stops."""
-    from autoscaler import cluster_ops as ops
     from autoscaler.metrics import Metrics
-    from providers.errors import ProviderError
+    from autoscaler.monitor import run_rounds, summarize
+
+    def report(result, error) -> None:
+        if error is not None:
+            if once:
+                raise error
+            click.echo(f"{_clock(time.time())} round failed: {error}", err=True)
+        else:
+            click.echo(f"{_clock(time.time())} {summarize(result).line()}")
 
     with _cluster(cluster_yaml) as cluster:
         metrics = Metrics(cluster.config) if metrics_port is not None else None
@@ -196,24 +206,10 @@ def monitor(cluster_yaml: str, once: bool, interval: float, metrics_port: int | 
                     f"cannot serve metrics on 127.0.0.1:{metrics_port}: {err}"
                 ) from None
             click.echo(f"metrics on http://127.0.0.1:{metrics_port}/metrics", err=True)
-        reconciler = cluster.reconciler()
         try:
-            while True:
-                started = cluster.clock()
-                try:
-                    result = reconciler.tick()
-                except ProviderError as err:
-                    if once:
-                        raise
-                    click.echo(f"{_clock(time.time())} round failed: {err}", err=True)
-                else:
-                    if metrics is not None:
-                        events = [e for e in cluster.store.events(500) if e.at >= started]
-                        metrics.observe(result, events)
-                    click.echo(f"{_clock(time.time())} {ops.summarize(result)}")
-                if once:
-                    break
-                time.sleep(interval)
+            run_rounds(
+                cluster.reconciler(), interval, report, rounds=1 if once else None, metrics=metrics
+            )
         except KeyboardInterrupt:
             click.echo("stopped", err=True)
         finally:
@@ -228,9 +224,9 @@ def monitor(cluster_yaml: str, once: bool, interval: float, metrics_port: int | 
 @click.option("--events", is_flag=True, help="Add the event log, one line per decision.")
 def status(cluster_yaml: str, as_json: bool, events: bool) -> None:
     """Nodes (listed from the cloud), pending demand, failures, blocked offerings, cost."""
-    from autoscaler.cluster_ops import build_status
+    from autoscaler.status_view import build_status
 
-    with _cluster(cluster_yaml) as cluster:
+    with _cluster(cluster_yaml, read_only=True) as cluster:
         data = build_status(cluster, events=events)
     if as_json:
         print_json(data)
@@ -346,17 +342,17 @@ def _clock(at: float) -> str:
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 def down(cluster_yaml: str, keep_head: bool, yes: bool) -> None:
     """Terminate every node the cluster owns, wait until none is left, clear its state."""
-    from autoscaler import cluster_ops as ops
+    from autoscaler.teardown import doomed, teardown
 
     with _cluster(cluster_yaml) as cluster:
-        doomed = ops.doomed(cluster.provider, keep_head)
+        targets = doomed(cluster.provider, keep_head)
         if not yes:
             _confirm(
-                f"Terminate {len(doomed)} node(s) of cluster {cluster.name} and clear its state?"
+                f"Terminate {len(targets)} node(s) of cluster {cluster.name} and clear its state?"
             )
         with _progress() as step:
-            step(f"terminating {len(doomed)} node(s)")
-            terminated = ops.teardown(cluster, keep_head)
+            step(f"terminating {len(targets)} node(s)")
+            terminated = teardown(cluster, keep_head)
     click.echo(
         f"cluster {cluster.name}: terminated {len(terminated)} node(s)"
         + ("; the head node is kept" if keep_head else "")

@@ -1,6 +1,6 @@
 """``autoscale quickstart``: the whole loop on the embedded local cloud, in about a minute.
 
-1. ``up`` the quickstart cluster (local EC2, node simulator, CPU head);
+1. ``up`` the quickstart cluster (the embedded local cloud, node simulator, CPU head);
 2. request demand for A100, L4, CPU and Trainium capacity;
 3. run the monitor until every node has booted and reported its accelerators;
 4. run a workload on a node through ``autoscale node run``;
@@ -45,10 +45,12 @@ STEP_TIMEOUT_S = 90.0
 )
 def quickstart(config_path: str) -> None:
     """Run the autoscaler end to end on the embedded local cloud (no account needed)."""
+    from autoscaler.bring_up import up
     from autoscaler.cli.plan import print_plan
-    from autoscaler.cluster_ops import open_cluster, teardown, up
+    from autoscaler.cluster import open_cluster
     from autoscaler.config import load_cluster_config
-    from autoscaler.planner import plan
+    from autoscaler.monitor import all_reported
+    from autoscaler.teardown import teardown
 
     config = load_cluster_config(Path(config_path))
     if not config.spec.provider.emulator:
@@ -59,19 +61,17 @@ def quickstart(config_path: str) -> None:
         _say(1, f"autoscale up {config_path}")
         result = up(cluster, Path(config_path))
         head = result.head.id if result.head else "none"
-        click.echo(
-            f"   head node {head}; local EC2 at {cluster.provider.provider_config['endpoint_url']}"
-        )
+        url = cluster.provider.provider_config["endpoint_url"]
+        click.echo(f"   head node {head}; local cloud at {url}")
 
         _say(2, "request demand: 16 x A100 GPU, 8 x 0.25 L4 GPU, 200 x CPU, 1 x 32 NeuronCores")
         cluster.store.set_demand(DEMAND, cluster.clock())
 
         reconciler = cluster.reconciler()
-        first = plan(reconciler.request(reconciler.sync()))
-        print_plan(first, reconciler.types)
+        print_plan(reconciler.current_plan(), reconciler.types)
 
         _say(3, "monitor until every node reports its accelerators")
-        _settle(reconciler, lambda r: _all_reported(r) and not r.plan.launches)
+        _settle(reconciler, lambda r: bool(r.nodes) and all_reported(r) and not r.plan.launches)
         _print_nodes(reconciler)
 
         _say(4, "autoscale node run on an A100 node")
@@ -94,26 +94,20 @@ def _say(step: int, text: str) -> None:
 
 
 def _settle(reconciler, done) -> None:
-    """Tick until ``done(result)``, printing one line whenever the node counts change."""
-    from autoscaler.cluster_ops import summarize
+    """Tick until ``done(result)``, printing a round's summary whenever the fleet changes."""
+    from autoscaler.monitor import summarize, tick_until
 
-    deadline = time.monotonic() + STEP_TIMEOUT_S
-    last_line = ""
-    while True:
-        result = reconciler.tick()
-        line = summarize(result)
-        if line.split("; ")[:3] != last_line.split("; ")[:3]:
-            click.echo(f"   {line}")
-            last_line = line
-        if done(result):
-            return
-        if time.monotonic() > deadline:
-            raise click.ClickException("the cluster did not settle in time; see `autoscale status`")
-        time.sleep(TICK_S)
+    last = []
 
+    def show(result) -> None:
+        summary = summarize(result)
+        if not last or summary.fleet() != last[-1]:
+            click.echo(f"   {summary.line()}")
+            last.append(summary.fleet())
 
-def _all_reported(result) -> bool:
-    return bool(result.nodes) and all(v.reported for v in result.nodes if v.state != "terminating")
+    settled, _ = tick_until(reconciler, done, STEP_TIMEOUT_S, TICK_S, on_round=show)
+    if not settled:
+        raise click.ClickException("the cluster did not settle in time; see `autoscale status`")
 
 
 def _only_min_workers_left(reconciler, result) -> bool:
@@ -126,7 +120,7 @@ def _only_min_workers_left(reconciler, result) -> bool:
 
 
 def _print_nodes(reconciler) -> None:
-    views = reconciler.sync()
+    views = reconciler.observe().views
     rows = []
     for view in sorted(views, key=lambda v: (v.node_type, v.id)):
         report = view.reports.get(0)
@@ -144,7 +138,7 @@ def _run_workload(cluster, reconciler) -> None:
 
     views = [
         v
-        for v in reconciler.sync()
+        for v in reconciler.observe().views
         if v.reports and "accelerator_type:A100" in v.reports[0].resources
     ]
     if not views:

@@ -1,4 +1,4 @@
-"""The cluster YAML: Ray's format (an existing Ray AWS/GCP cluster YAML loads unchanged) plus
+"""The cluster YAML: Ray's format (an existing Ray cluster YAML loads unchanged) plus
 per-node-type ``cost_per_hour``, ``idle_timeout_minutes``, ``priority`` and ``market``.
 
 ``load_cluster_config(path)`` validates everything offline and fills each node type's
@@ -15,9 +15,11 @@ import yaml
 from pydantic import ValidationError
 
 from autoscaler.config.errors import ConfigError, ConfigProblem, from_validation_error
-from autoscaler.config.node_types import build_node_type
+from autoscaler.config.node_types import build_node_type, launch_config
 from autoscaler.config.schema import ClusterSpec
 from autoscaler.planner.model import ExistingNode, Limits, NodeType
+from providers import cloud_for
+from providers.base import Cloud
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,19 @@ class ClusterConfig:
     """Everything the YAML said, Ray-only keys included."""
     filled: tuple[NodeType, ...]
     warnings: tuple[str, ...] = ()
+
+    @property
+    def cloud(self) -> Cloud:
+        """The cloud's offline surface (node_config keys, boot script, tag limits)."""
+        return cloud_for(self.spec.provider.type)
+
+    def provider_settings(self) -> dict[str, Any]:
+        """The ``provider`` section as the cloud's plugin takes it."""
+        return self.spec.provider.model_dump(exclude_none=True)
+
+    def launch_config(self, node_type: str) -> dict[str, Any]:
+        """The node_config a launch of ``node_type`` sends its plugin (market included)."""
+        return launch_config(self.spec.available_node_types[node_type])
 
     @property
     def head_node_type(self) -> str | None:
@@ -96,12 +111,14 @@ def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
     except ValidationError as err:
         raise from_validation_error(source, err) from None
     warnings: list[str] = []
-    if spec.provider.price_region() is None:
+    cloud = cloud_for(spec.provider.type)
+    settings = spec.provider.model_dump(exclude_none=True)
+    if cloud.price_region(settings) is None:
         warnings.append("provider.region is not set: prices are each type's cheapest region's")
     filled, problems = [], []
     for name, node_type in spec.available_node_types.items():
         try:
-            built = build_node_type(name, node_type, spec.provider, warnings)
+            built = build_node_type(name, node_type, cloud, settings, warnings)
             if name == spec.head_node_type and node_type.max_workers is None:
                 # As in Ray: the head's type launches no workers unless its max_workers says so.
                 built = replace(built, max_workers=0)

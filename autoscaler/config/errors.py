@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from accel.suggest import did_you_mean
 from autoscaler.config.schema import model_at
-from autoscaler.config.suggest import did_you_mean
 
 
 class ConfigProblem(ValueError):

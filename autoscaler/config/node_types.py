@@ -1,30 +1,41 @@
-"""A configured node type as the planner sees it: resources and price filled from the catalog."""
+"""A configured node type as the planner sees it: resources, price and offering filled from
+the catalog through the cloud's own reading of its node_config."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from accel.families import ACCELERATOR_RESOURCES
 from autoscaler.config.errors import ConfigProblem
-from autoscaler.config.offers import INSTANCE_KEY, catalog_offer
-from autoscaler.config.schema import NodeTypeConfig, ProviderConfig
+from autoscaler.config.schema import NodeTypeConfig
 from autoscaler.planner.model import NodeType
 from instance_catalog.catalog import Offer
 from instance_catalog.resources import resources_for
+from providers.base import ON_DEMAND, SPOT, Cloud
+from providers.errors import InvalidConfigError
 
 
 def build_node_type(
-    name: str, spec: NodeTypeConfig, provider: ProviderConfig, warnings: list[str]
+    name: str,
+    spec: NodeTypeConfig,
+    cloud: Cloud,
+    provider_config: Mapping[str, Any],
+    warnings: list[str],
 ) -> NodeType:
     """``spec`` filled from the catalog; user-given resources win per key.
 
     Raises :class:`ConfigProblem`; appends what the user should know to ``warnings``.
     """
     path = f"available_node_types.{name}"
+    node_config = launch_config(spec)
+    with _field_problems(f"{path}.node_config"):
+        offering = cloud.offering(node_config, provider_config)
     try:
-        offer = catalog_offer(spec.node_config, provider.type, f"{path}.node_config")
+        with _field_problems(f"{path}.node_config"):
+            offer = cloud.catalog_offer(node_config, provider_config)
     except ConfigProblem as problem:
         if spec.resources is None:
             raise
@@ -32,16 +43,17 @@ def build_node_type(
         offer = None
     if offer is None and spec.resources is None:
         raise ConfigProblem(
-            f"{path}.node_config.{INSTANCE_KEY[provider.type]}",
+            f"{path}.node_config.{cloud.instance_type_field}",
             "missing, so resources cannot be filled from the catalog (give one, or resources)",
         )
     hosts, per_host, head = _catalog_shape(offer)
     resources = {**per_host, **(spec.resources or {})}
-    market = spec.market or infer_market(spec.node_config)
+    market = offering.market if offering else (spec.market or ON_DEMAND)
+    region = offering.region if offering else cloud.price_region(provider_config)
     return NodeType(
         name=name,
         resources=resources,
-        price=_price(path, spec, offer, provider.price_region(), market, warnings),
+        price=_price(path, spec, offer, region, market, warnings),
         min_workers=spec.min_workers,
         max_workers=spec.max_workers,
         hosts=hosts,
@@ -49,7 +61,26 @@ def build_node_type(
         devices=device_counts(resources),
         market=market,
         priority=spec.priority,
+        offering=offering,
     )
+
+
+def launch_config(spec: NodeTypeConfig) -> dict[str, Any]:
+    """The node_config a launch sends its plugin: the YAML's, with the node type's market."""
+    node_config = dict(spec.node_config)
+    if spec.market:
+        node_config["market"] = spec.market
+    return node_config
+
+
+@contextmanager
+def _field_problems(path: str) -> Iterator[None]:
+    """A cloud's node_config error as a problem at its field under ``path``."""
+    try:
+        yield
+    except InvalidConfigError as err:
+        field = f".{err.field}" if err.field else ""
+        raise ConfigProblem(f"{path}{field}", err.raw_message) from None
 
 
 def _catalog_shape(offer: Offer | None) -> tuple[int, dict[str, float], dict[str, float]]:
@@ -74,7 +105,7 @@ def _price(
 ) -> float | None:
     if spec.cost_per_hour is not None:
         return spec.cost_per_hour
-    price = offer.price(region, spot=market == "spot") if offer else None
+    price = offer.price(region, spot=market == SPOT) if offer else None
     if price is None:
         what = f"no {market} catalog price for {offer.label}" if offer else "price unknown"
         where = f" in {region}" if offer and region else ""
@@ -89,23 +120,3 @@ def device_counts(resources: Mapping[str, float]) -> dict[str, int]:
         for name, quantity in resources.items()
         if name in ACCELERATOR_RESOURCES and quantity > 0
     }
-
-
-def infer_market(node_config: Mapping[str, Any]) -> str:
-    """``spot`` when node_config asks the cloud for spot or preemptible capacity."""
-
-    def section(key: str) -> Mapping[str, Any]:
-        value = node_config.get(key)
-        return value if isinstance(value, Mapping) else {}
-
-    aws = section("InstanceMarketOptions")
-    gce = section("scheduling")
-    tpu = section("schedulingConfig")
-    spot = (
-        str(aws.get("MarketType", "")).lower() == "spot"
-        or gce.get("preemptible") is True
-        or str(gce.get("provisioningModel", "")).upper() == "SPOT"
-        or tpu.get("preemptible") is True
-        or tpu.get("spot") is True
-    )
-    return "spot" if spot else "on-demand"

@@ -14,10 +14,12 @@ from pydantic import (
     Field,
     NonNegativeFloat,
     NonNegativeInt,
+    field_validator,
     model_validator,
 )
 
-from autoscaler.config.suggest import did_you_mean
+from accel.suggest import did_you_mean
+from providers import CLOUDS
 
 Commands = list[str]
 Market = Literal["spot", "on-demand"]
@@ -38,21 +40,25 @@ class ProviderConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    type: Literal["aws", "gcp"]
+    type: str
+    """A registered cloud (``providers.CLOUDS``)."""
     region: str | None = None
     availability_zone: str | None = None
-    project_id: str | None = None
     endpoint_url: str | None = None
     emulator: bool = False
     cache_stopped_nodes: bool | None = None
     agent_package: str | None = None
     """What nodes pip-install to run the agent (default: this version of accel-autoscaler)."""
 
-    def price_region(self) -> str | None:
-        """``region``; on GCP the zone's region when only ``availability_zone`` is set."""
-        if self.region or self.type != "gcp" or not self.availability_zone:
-            return self.region
-        return self.availability_zone.rsplit("-", 1)[0]
+    @field_validator("type")
+    @classmethod
+    def _registered_cloud(cls, kind: str) -> str:
+        if kind not in CLOUDS:
+            raise ValueError(
+                f"{kind[:40]!r} is not allowed (allowed: {', '.join(sorted(CLOUDS))})"
+                f"{did_you_mean(kind, CLOUDS)}"
+            )
+        return kind
 
 
 class NodeTypeConfig(_Section):

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from providers.base import NodeTypeOffering
+
 Resources = Mapping[str, float]
 
 PACK = "PACK"
@@ -42,6 +44,15 @@ class NodeType:
     """Higher wins between types of equal cost."""
     available: bool = True
     """False while every offering of the type is known to be out of capacity."""
+    offering: NodeTypeOffering | None = None
+    """What the type launches (instance type, market, zones), resolved once at load."""
+
+    def host_resources(self, host: int) -> dict[str, float]:
+        """What host ``host`` of a fresh unit advertises (host 0 also the head resources)."""
+        resources = dict(self.resources)
+        for name, quantity in (self.head_resources if host == 0 else {}).items():
+            resources[name] = resources.get(name, 0.0) + quantity
+        return resources
 
 
 @dataclass(frozen=True)

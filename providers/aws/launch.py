@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from providers.aws.client import LOST_ANSWERS, call, errors_classified, retries_of
+from providers.aws.cloud import split_zones
 from providers.aws.nodes import to_node
 from providers.base import SPOT, Offering, ProviderNode
 from providers.errors import CapacityError, ProviderError
@@ -89,9 +90,7 @@ def placements(
             found = call(ec2, "describe_subnets", SubnetIds=unknown)["Subnets"]
             subnet_zones.update((s["SubnetId"], s["AvailabilityZone"]) for s in found)
         return [(subnet, subnet_zones.get(subnet)) for subnet in subnets]
-    if isinstance(zones, str):
-        zones = zones.split(",")
-    return [(None, zone.strip()) for zone in zones or [] if zone.strip()] or [(None, None)]
+    return [(None, zone) for zone in split_zones(zones)] or [(None, None)]
 
 
 def client_token(launch_request_id: str, held: int, params: Mapping[str, Any]) -> str:

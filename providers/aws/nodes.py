@@ -6,25 +6,25 @@ from collections.abc import Mapping
 from typing import Any
 
 from providers.base import (
+    CLOUD_PENDING,
+    CLOUD_RUNNING,
+    CLOUD_STOPPED,
+    CLOUD_STOPPING,
+    CLOUD_TERMINATED,
+    CLOUD_TERMINATING,
     ON_DEMAND,
-    PENDING,
-    RUNNING,
     SPOT,
-    STOPPED,
-    STOPPING,
-    TERMINATED,
-    TERMINATING,
     Host,
     ProviderNode,
 )
 
 STATES = {
-    "pending": PENDING,
-    "running": RUNNING,
-    "stopping": STOPPING,
-    "stopped": STOPPED,
-    "shutting-down": TERMINATING,
-    "terminated": TERMINATED,
+    "pending": CLOUD_PENDING,
+    "running": CLOUD_RUNNING,
+    "stopping": CLOUD_STOPPING,
+    "stopped": CLOUD_STOPPED,
+    "shutting-down": CLOUD_TERMINATING,
+    "terminated": CLOUD_TERMINATED,
 }
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 """EC2's names of the non-terminated states."""
@@ -35,7 +35,7 @@ def to_node(instance: Mapping[str, Any]) -> ProviderNode:
     launched = instance.get("LaunchTime")
     return ProviderNode(
         id=instance["InstanceId"],
-        state=STATES.get(instance.get("State", {}).get("Name", ""), PENDING),
+        state=STATES.get(instance.get("State", {}).get("Name", ""), CLOUD_PENDING),
         tags={tag["Key"]: tag["Value"] for tag in instance.get("Tags") or []},
         instance_type=instance.get("InstanceType", ""),
         zone=instance.get("Placement", {}).get("AvailabilityZone"),

@@ -23,12 +23,14 @@ from typing import Any
 from providers.aws import launch
 from providers.aws import stopped as stopped_nodes
 from providers.aws.client import batches, call, create_tags, make_client, pages
+from providers.aws.cloud import AwsCloud
 from providers.aws.nodes import LIVE_STATES, market_of, to_node
+from providers.aws.preflight import preflight
 from providers.aws.resources import instance_type_resources
 from providers.base import (
+    CLOUD_PENDING,
+    CLOUD_RUNNING,
     ON_DEMAND,
-    PENDING,
-    RUNNING,
     TAG_CLUSTER,
     TAG_LAUNCH_REQUEST,
     TAG_NODE_TYPE,
@@ -47,6 +49,8 @@ IDS_PER_FILTER = 200
 
 class AwsNodeProvider(NodeProvider):
     """EC2 instances tagged with this cluster's name."""
+
+    cloud = AwsCloud()
 
     def __init__(self, provider_config: Mapping[str, Any], cluster_name: str) -> None:
         super().__init__(provider_config, cluster_name)
@@ -225,7 +229,7 @@ class AwsNodeProvider(NodeProvider):
     def terminate_nodes(self, node_ids: Sequence[str]) -> list[str]:
         owned = self._owned(node_ids)
         cached = [n for n in owned if self.cache_stopped and n.market == ON_DEMAND]
-        stop = [n.id for n in cached if n.state in (PENDING, RUNNING)]
+        stop = [n.id for n in cached if n.state in (CLOUD_PENDING, CLOUD_RUNNING)]
         terminate = [n.id for n in owned if n not in cached]
         for method, ids in (("stop_instances", stop), ("terminate_instances", terminate)):
             for batch in batches(ids):
@@ -238,6 +242,10 @@ class AwsNodeProvider(NodeProvider):
         tags = {key: str(value) for key, value in tags.items() if key != TAG_CLUSTER}
         if tags:
             create_tags(self.ec2, [n.id for n in self._owned(node_ids)], tags)
+
+    # Before launching --------------------------------------------------------------------
+    def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        return preflight(self.ec2, self.provider_config, node_configs)
 
     # Filling out node types -------------------------------------------------------------
     def instance_type_resources(self, instance_type: str) -> dict[str, float]:

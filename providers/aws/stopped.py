@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from providers.aws.client import call, create_tags
-from providers.base import PENDING, TAG_NODE_TYPE, ProviderNode
+from providers.base import CLOUD_PENDING, TAG_NODE_TYPE, ProviderNode
 from providers.errors import ProviderError
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ def restart(
         create_tags(ec2, won, tags)
     logger.info("restarted %d stopped node(s) of %s", len(won), tags.get(TAG_NODE_TYPE))
     return [
-        replace(node, state=PENDING, tags={**node.tags, **tags})
+        replace(node, state=CLOUD_PENDING, tags={**node.tags, **tags})
         for node in stopped
         if node.id in won
     ]

@@ -21,22 +21,23 @@ from typing import Any
 import requests
 from google.api_core import exceptions as gexc
 from google.api_core.operation import Operation
+from google.auth.exceptions import GoogleAuthError
 from google.cloud import tpu_v2
 from google.protobuf import json_format
 
-from accel.tpu_generations import generation, parse_pod_type
+from accel.tpu_generations import parse_pod_type
 from providers.base import (
-    NON_TERMINATED_STATES,
+    CLOUD_PENDING,
+    CLOUD_RUNNING,
+    CLOUD_STOPPED,
+    CLOUD_STOPPING,
+    CLOUD_TERMINATED,
+    CLOUD_TERMINATING,
+    LIVE_CLOUD_STATES,
     ON_DEMAND,
-    PENDING,
-    RUNNING,
     SPOT,
-    STOPPED,
-    STOPPING,
     TAG_CLUSTER,
     TAG_LAUNCH_REQUEST,
-    TERMINATED,
-    TERMINATING,
     Host,
     LaunchResult,
     NodeProvider,
@@ -45,6 +46,7 @@ from providers.base import (
 )
 from providers.errors import InvalidConfigError, NodeNotFoundError, ProviderError
 from providers.gcp_tpu.client import TpuApi
+from providers.gcp_tpu.cloud import GcpCloud, tpu_slice_type
 from providers.gcp_tpu.errors import classify, is_already_exists, is_not_found
 
 logger = logging.getLogger(__name__)
@@ -61,24 +63,23 @@ RUNTIME_VERSIONS = {
 """Default ``runtimeVersion`` per generation (Cloud TPU's recommended base images).
 v7x (Ironwood) is not offered through the Cloud TPU API, so it has none."""
 
-_CONFIG_GENERATIONS = {"V5LITE_POD": "v5litepod"}
 _STATES = {
-    "CREATING": PENDING,
-    "STARTING": PENDING,
-    "RESTARTING": PENDING,
-    "REIMAGING": PENDING,
-    "REPAIRING": PENDING,
-    "UNHIDING": PENDING,
-    "STATE_UNSPECIFIED": PENDING,
-    "UNKNOWN": PENDING,
-    "READY": RUNNING,
-    "STOPPING": STOPPING,
-    "HIDING": STOPPING,
-    "STOPPED": STOPPED,
-    "HIDDEN": STOPPED,
-    "DELETING": TERMINATING,
-    "PREEMPTED": TERMINATED,
-    "TERMINATED": TERMINATED,
+    "CREATING": CLOUD_PENDING,
+    "STARTING": CLOUD_PENDING,
+    "RESTARTING": CLOUD_PENDING,
+    "REIMAGING": CLOUD_PENDING,
+    "REPAIRING": CLOUD_PENDING,
+    "UNHIDING": CLOUD_PENDING,
+    "STATE_UNSPECIFIED": CLOUD_PENDING,
+    "UNKNOWN": CLOUD_PENDING,
+    "READY": CLOUD_RUNNING,
+    "STOPPING": CLOUD_STOPPING,
+    "HIDING": CLOUD_STOPPING,
+    "STOPPED": CLOUD_STOPPED,
+    "HIDDEN": CLOUD_STOPPED,
+    "DELETING": CLOUD_TERMINATING,
+    "PREEMPTED": CLOUD_TERMINATED,
+    "TERMINATED": CLOUD_TERMINATED,
 }
 _API_ERRORS = (gexc.GoogleAPICallError, gexc.RetryError, requests.RequestException)
 _NODE_ID = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -133,7 +134,12 @@ def launch_spec(node_config: Mapping[str, Any], zone: str, labels: Mapping[str, 
     market = node_config.get("market", ON_DEMAND)
     if market not in (ON_DEMAND, SPOT):
         raise InvalidConfigError(f"node_config.market must be {SPOT!r} or {ON_DEMAND!r}")
-    accelerator_type = _accelerator_type(config)
+    accelerator_type = tpu_slice_type(config)
+    if accelerator_type is None:
+        raise InvalidConfigError(
+            "node_config needs acceleratorType (e.g. v4-16) or acceleratorConfig "
+            "{type: V4, topology: 2x2x2}"
+        )
     pod = parse_pod_type(accelerator_type)
     if pod is not None and config.get("acceleratorType"):
         config["acceleratorType"] = pod.name
@@ -161,31 +167,12 @@ def launch_spec(node_config: Mapping[str, Any], zone: str, labels: Mapping[str, 
     return LaunchSpec(node, Offering(instance_type, zone, SPOT if spot else ON_DEMAND))
 
 
-def _accelerator_type(config: Mapping[str, Any]) -> str:
-    """``acceleratorType``, or the pod type an ``acceleratorConfig`` {type, topology} means."""
-    if config.get("acceleratorType"):
-        return str(config["acceleratorType"])
-    accelerator_config = config.get("acceleratorConfig") or {}
-    kind = str(accelerator_config.get("type", ""))
-    gen = generation(_CONFIG_GENERATIONS.get(kind.upper(), kind))
-    topology = str(accelerator_config.get("topology", ""))
-    if gen is None or not re.fullmatch(r"\d+(x\d+)+", topology):
-        raise InvalidConfigError(
-            "node_config needs acceleratorType (e.g. v4-16) or acceleratorConfig "
-            "{type: V4, topology: 2x2x2}"
-        )
-    chips = 1
-    for dim in topology.split("x"):
-        chips *= int(dim)
-    return f"{gen.name}-{chips * gen.cores_per_chip}"
-
-
 def to_provider_node(node: tpu_v2.Node) -> ProviderNode:
     """A ``tpu_v2.Node`` as the provider contract describes nodes."""
     accelerator_type = node.accelerator_type
     if not accelerator_type and node.accelerator_config.topology:
         config = node.accelerator_config
-        accelerator_type = _accelerator_type(
+        accelerator_type = tpu_slice_type(
             {"acceleratorConfig": {"type": config.type_.name, "topology": config.topology}}
         )
     pod = parse_pod_type(accelerator_type)
@@ -201,7 +188,7 @@ def to_provider_node(node: tpu_v2.Node) -> ProviderNode:
     parts = node.name.split("/")
     return ProviderNode(
         id=parts[-1],
-        state=_STATES.get(tpu_v2.Node.State(node.state).name, PENDING),
+        state=_STATES.get(tpu_v2.Node.State(node.state).name, CLOUD_PENDING),
         tags=dict(node.labels),
         instance_type=pod.name if pod else accelerator_type,
         zone=parts[3] if len(parts) > 3 else None,
@@ -213,6 +200,8 @@ def to_provider_node(node: tpu_v2.Node) -> ProviderNode:
 
 class GcpTpuNodeProvider(NodeProvider):
     """TPU VM slices of one cluster in one zone of one project."""
+
+    cloud = GcpCloud()
 
     def __init__(self, provider_config: Mapping[str, Any], cluster_name: str) -> None:
         super().__init__(provider_config, cluster_name)
@@ -234,7 +223,7 @@ class GcpTpuNodeProvider(NodeProvider):
         wanted = dict(tag_filters or {})
         result = []
         for node in map(to_provider_node, listed):
-            if node.state in NON_TERMINATED_STATES and all(
+            if node.state in LIVE_CLOUD_STATES and all(
                 node.tags.get(key) == value for key, value in wanted.items()
             ):
                 result.append(node)
@@ -380,6 +369,26 @@ class GcpTpuNodeProvider(NodeProvider):
         self._wait_all(operations, "tpu.nodes.update", errors)
         if errors:
             raise errors[0]
+
+    # Before launching ----------------------------------------------------------------
+    def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        """The TPU API answers for the project and zone, and each node config is a valid
+        TPU node."""
+        try:
+            with _cloud_call(action="tpu.nodes.list"):
+                next(iter(self.api.list_nodes()), None)
+        except ProviderError as err:
+            where = f"{self.provider_config.get('project_id')}/{self.zone}"
+            return [f"the Cloud TPU API does not answer for {where}: {err}"]
+        except GoogleAuthError as err:
+            return [f"no usable GCP credentials: {err}"]
+        problems = []
+        for name, node_config in node_configs.items():
+            try:
+                launch_spec(node_config, self.zone, {})
+            except ProviderError as err:
+                problems.append(f"{name}: {err}")
+        return problems
 
     # Helpers ----------------------------------------------------------------------------
     def _owns(self, node: tpu_v2.Node) -> bool:

@@ -15,12 +15,15 @@ from accel.simulated import SimulatedHost, build
 from autoscaler.agent import NodeAgent
 from autoscaler.config import parse_cluster_config
 from autoscaler.reconciler import Reconciler
-from autoscaler.report import GCP_VALUE_LIMIT, decode, encode
+from autoscaler.report import decode, encode
 from autoscaler.simulator import NodeSimulator, node_environment
 from autoscaler.state import StateStore
+from providers import cloud_for
 from providers.gcp_tpu import GcpTpuNodeProvider
 from providers.gcp_tpu.emulator import TpuCloud, TpuEmulator
-from tests.autoscaler.test_reconciler import Clock
+from tests.fakes.clock import Clock
+
+GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
 
 GIB = 2**30
 
@@ -121,7 +124,7 @@ def test_simulated_slice_reports_every_host_and_becomes_running(env):
     assert [r.resources["TPU"] for r in reports] == [4, 4]
     assert "TPU-v4-16-head" in reports[0].resources
     assert "TPU-v4-16-head" not in reports[1].resources
-    (view,) = reconciler.sync()
+    (view,) = reconciler.sync().views
     assert view.state == "running"
     assert reconciler.tick().launched == {}
 
@@ -136,7 +139,7 @@ def test_slice_whose_second_host_never_reports_is_replaced(env):
     simulator = NodeSimulator(config, provider, boot_delay_s=0, clock=clock)
     simulator.step()
     provider.set_tags([node.id], {key: "" for key in encode_keys(host=1)})  # host 1 is silent
-    (view,) = reconciler.sync()
+    (view,) = reconciler.sync().views
     assert view.state == "waiting_for_report"
     clock.advance(31 * 60)
     result = reconciler.tick()

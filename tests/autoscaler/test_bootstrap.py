@@ -3,14 +3,18 @@
 import json
 import shlex
 
-from autoscaler.bootstrap import agent_script, with_agent
+from autoscaler.bootstrap import agent_script
+from providers import cloud_for
 
 AWS = {"type": "aws", "region": "us-east-1", "endpoint_url": None}
 GCP = {"type": "gcp", "project_id": "p", "availability_zone": "us-central2-b"}
 
 
 def test_aws_script_installs_finds_its_id_and_starts_the_agent():
-    script = agent_script("demo", AWS, "accel-autoscaler==0.1.0", ["echo before"], ["echo after"])
+    identity = cloud_for("aws").node_identity_script
+    script = agent_script(
+        "demo", AWS, identity, "accel-autoscaler==0.1.0", ["echo before"], ["echo after"]
+    )
     lines = script.splitlines()
     assert lines[0] == "#!/bin/bash"
     assert lines.index("echo before") < lines.index("echo after")
@@ -24,13 +28,15 @@ def test_aws_script_installs_finds_its_id_and_starts_the_agent():
 
 
 def test_gcp_script_reads_the_tpu_worker_number():
-    script = agent_script("demo", GCP, "accel-autoscaler", ray_start=True)
+    identity = cloud_for("gcp").node_identity_script
+    script = agent_script("demo", GCP, identity, "accel-autoscaler", ray_start=True)
     assert "agent-worker-number" in script
     assert "--ray-start" in script
 
 
 def test_user_boot_scripts_are_kept():
-    assert with_agent({"UserData": "mine"}, "aws", "ours")["UserData"] == "mine"
-    assert with_agent({}, "aws", "ours")["UserData"] == "ours"
-    gcp = with_agent({"metadata": {"team": "x"}}, "gcp", "ours")
+    aws = cloud_for("aws")
+    assert aws.with_boot_script({"UserData": "mine"}, "ours")["UserData"] == "mine"
+    assert aws.with_boot_script({}, "ours")["UserData"] == "ours"
+    gcp = cloud_for("gcp").with_boot_script({"metadata": {"team": "x"}}, "ours")
     assert gcp["metadata"] == {"team": "x", "startup-script": "ours"}

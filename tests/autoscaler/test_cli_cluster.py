@@ -12,12 +12,12 @@ import pytest
 from click.testing import CliRunner
 
 from autoscaler.cli import cli
-from autoscaler.cluster_ops import state_path
+from autoscaler.cluster import state_path
 from autoscaler.state import StateStore
 from providers.base import TAG_NODE_TYPE
 from providers.gcp_tpu import GcpTpuNodeProvider
 from providers.gcp_tpu.emulator import TpuEmulator
-from tests.autoscaler.test_cluster_ops import write_cluster
+from tests.fakes.clusters import write_cluster
 
 
 @pytest.fixture(autouse=True)

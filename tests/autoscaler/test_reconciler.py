@@ -6,24 +6,17 @@ import pytest
 
 from autoscaler.config import parse_cluster_config
 from autoscaler.reconciler import Reconciler
-from autoscaler.report import GCP_VALUE_LIMIT, NodeReport, encode
+from autoscaler.report import NodeReport, encode
 from autoscaler.state import PENDING_INTENT, Intent, StateStore
+from providers import cloud_for
 from providers.base import TAG_LAUNCH_REQUEST, TAG_NODE_KIND, TAG_NODE_TYPE
 from providers.gcp_tpu import GcpTpuNodeProvider
 from providers.gcp_tpu.emulator import Fault, TpuCloud, TpuEmulator
+from tests.fakes.clock import Clock
+
+GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
 
 CLUSTER = "rec"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture

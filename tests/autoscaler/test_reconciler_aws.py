@@ -10,11 +10,14 @@ from botocore.awsrequest import AWSResponse
 
 from autoscaler.config import parse_cluster_config
 from autoscaler.reconciler import Reconciler
-from autoscaler.report import EC2_VALUE_LIMIT, NodeReport, encode
+from autoscaler.report import NodeReport, encode
 from autoscaler.state import StateStore
+from providers import cloud_for
 from providers.aws import AwsNodeProvider
 from providers.errors import ThrottledError
-from tests.autoscaler.test_reconciler import Clock
+from tests.fakes.clock import Clock
+
+EC2_VALUE_LIMIT = cloud_for("aws").tag_value_limit
 
 AMI = "ami-1e749f67"
 

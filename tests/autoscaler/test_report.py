@@ -4,7 +4,11 @@ import re
 
 import pytest
 
-from autoscaler.report import EC2_VALUE_LIMIT, GCP_VALUE_LIMIT, NodeReport, decode, encode
+from autoscaler.report import NodeReport, decode, encode
+from providers import cloud_for
+
+GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
+EC2_VALUE_LIMIT = cloud_for("aws").tag_value_limit
 
 REPORT = NodeReport(
     resources={

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from providers.base import (
-    PENDING,
-    RUNNING,
+    CLOUD_PENDING,
+    CLOUD_RUNNING,
     TAG_CLUSTER,
     TAG_LAUNCH_REQUEST,
     TAG_NODE_KIND,
@@ -33,7 +33,7 @@ def test_single_host_slice_is_created_running_with_ownership_labels(provider):
 
     assert not result.partial and len(result.nodes) == 1
     node = result.nodes[0]
-    assert node.state == RUNNING
+    assert node.state == CLOUD_RUNNING
     assert node.instance_type == "v5litepod-8"
     assert node.zone == ZONE
     assert len(node.hosts) == 1 and node.internal_ip == node.hosts[0].internal_ip
@@ -71,7 +71,7 @@ def test_operations_that_finish_later_are_polled_to_completion(make_provider, cl
 
     result = provider.create_node({"acceleratorType": "v4-8"}, WORKER_TAGS, 1, "req-1")
 
-    assert result.nodes[0].state == RUNNING
+    assert result.nodes[0].state == CLOUD_RUNNING
     assert cloud.calls["operation"] >= 3
 
 
@@ -84,7 +84,7 @@ def test_operation_timeout_returns_the_slice_pending_and_it_finishes_later(make_
 
     assert time.monotonic() - started < 1.4
     (node,) = result.nodes
-    assert node.state == PENDING
+    assert node.state == CLOUD_PENDING
     assert provider.non_terminated_nodes() == [node.id]
     assert _wait_for(lambda: provider.is_running(node.id))
 

@@ -1,4 +1,4 @@
-"""Cluster operations against the fake Cloud TPU server (and EC2 preflight against moto)."""
+"""The cluster commands' work (up, status, down, metrics) against the fake Cloud TPU server."""
 
 from __future__ import annotations
 
@@ -10,49 +10,25 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autoscaler import cluster_ops as ops
+from autoscaler.bring_up import ensure_head, preflight, preview, up
+from autoscaler.cluster import Cluster, ClusterError
+from autoscaler.cluster import open_cluster as open_cluster_of
 from autoscaler.config import load_cluster_config
 from autoscaler.metrics import Metrics
-from autoscaler.report import GCP_VALUE_LIMIT, NodeReport, encode
+from autoscaler.monitor import all_reported, tick_until
+from autoscaler.report import NodeReport, encode
 from autoscaler.state import LAUNCHED_INTENT
+from autoscaler.status_view import build_status
+from autoscaler.teardown import teardown
+from providers import cloud_for
 from providers.base import NODE_KIND_HEAD, TAG_NODE_KIND, TAG_NODE_TYPE
 from providers.gcp_tpu.emulator import Fault, TpuCloud, TpuEmulator
+from tests.fakes.clusters import write_cluster
 
-NODE_CONFIG = {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"}
-
-
-def write_cluster(tmp_path: Path, url: str, name: str = "ops", **settings) -> Path:
-    """A GCP TPU cluster YAML on the fake server: head ``head``, workers ``tpu_v4_8``."""
-    data = {
-        "cluster_name": name,
-        "max_workers": 10,
-        "provider": {
-            "type": "gcp",
-            "project_id": "p",
-            "availability_zone": "us-central2-b",
-            "endpoint_url": url,
-            "operation_timeout_s": 10,
-            "operation_poll_s": 0.02,
-            "retry_deadline_s": 1,
-        },
-        "available_node_types": {
-            "head": {"node_config": NODE_CONFIG, "cost_per_hour": 1.5},
-            "tpu_v4_8": {
-                "node_config": NODE_CONFIG,
-                "cost_per_hour": 12.88,
-                "min_workers": 2,
-                "max_workers": 6,
-            },
-        },
-        "head_node_type": "head",
-        **settings,
-    }
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return path
+GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
 
 
-def report(cluster: ops.Cluster, node_id: str, idle_since: float | None = None) -> None:
+def report(cluster: Cluster, node_id: str, idle_since: float | None = None) -> None:
     resources = {"CPU": 240, "TPU": 4}
     tags = encode(NodeReport(resources, {"TPU": 4}, resources, {}, idle_since), GCP_VALUE_LIMIT)
     cluster.provider.set_tags([node_id], tags)
@@ -77,11 +53,11 @@ def server(cloud):
 
 @pytest.fixture
 def open_cluster(tmp_path, server):
-    opened: list[ops.Cluster] = []
+    opened: list[Cluster] = []
 
-    def make(**settings) -> ops.Cluster:
+    def make(**settings) -> Cluster:
         config = load_cluster_config(write_cluster(tmp_path, server.url, **settings))
-        opened.append(ops.open_cluster(config))
+        opened.append(open_cluster_of(config))
         return opened[-1]
 
     yield make
@@ -91,7 +67,7 @@ def open_cluster(tmp_path, server):
 
 def test_preflight_passes_on_a_good_cluster(open_cluster):
     cluster = open_cluster()
-    assert ops.preflight(cluster.config, cluster.provider.provider_config) == []
+    assert preflight(cluster) == []
 
 
 def test_preflight_names_an_unlaunchable_node_type(tmp_path, server):
@@ -99,7 +75,7 @@ def test_preflight_names_an_unlaunchable_node_type(tmp_path, server):
     data = yaml.safe_load(path.read_text())
     data["available_node_types"]["tpu_v4_8"]["node_config"] = {"acceleratorType": "v7x-8"}
     path.write_text(yaml.safe_dump(data))
-    (problem,) = ops.preflight(load_cluster_config(path))
+    (problem,) = preflight(open_cluster_of(load_cluster_config(path)))
     assert problem.startswith("tpu_v4_8:") and "runtimeVersion" in problem
 
 
@@ -108,51 +84,15 @@ def test_preflight_reports_an_api_that_does_not_answer(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     config = load_cluster_config(write_cluster(tmp_path, f"http://127.0.0.1:{port}"))
-    (problem,) = ops.preflight(config)
+    (problem,) = preflight(open_cluster_of(config))
     assert "does not answer" in problem
-
-
-def test_preflight_on_ec2_checks_images_types_and_permissions():
-    from moto.server import ThreadedMotoServer
-
-    from autoscaler.config import parse_cluster_config
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        config = parse_cluster_config(
-            {
-                "cluster_name": "aws",
-                "provider": {"type": "aws", "region": "us-east-1", "emulator": True},
-                "available_node_types": {
-                    "good": {
-                        "node_config": {"InstanceType": "m5.large", "ImageId": "ami-03cf127a"}
-                    },
-                    "bad": {
-                        "node_config": {
-                            "InstanceType": "m5.large",
-                            "ImageId": "ami-00000000",
-                            "SubnetIds": ["subnet-12345678"],
-                        }
-                    },
-                },
-            }
-        )
-        resolved = {**ops.provider_config(config), "endpoint_url": f"http://{host}:{port}"}
-        problems = ops.preflight(config, resolved)
-    finally:
-        server.stop()
-    assert "subnet subnet-12345678 does not exist in us-east-1" in problems
-    assert "image ami-00000000 does not exist in us-east-1" in problems
-    assert not any(p.startswith("good:") for p in problems)
 
 
 def test_up_creates_the_head_and_min_workers_once(open_cluster):
     cluster = open_cluster()
-    first = ops.up(cluster)
+    first = up(cluster)
     assert first.head_created and first.tick.launched == {"tpu_v4_8": 2}
-    again = ops.up(open_cluster())
+    again = up(open_cluster())
     assert not again.head_created and again.head.id == first.head.id
     assert again.tick.launched == {}
     nodes = cluster.provider.nodes()
@@ -160,38 +100,38 @@ def test_up_creates_the_head_and_min_workers_once(open_cluster):
     assert [n.tags[TAG_NODE_KIND] for n in nodes].count(NODE_KIND_HEAD) == 1
     head_intent = next(i for i in cluster.store.intents() if i.node_type == "head")
     assert head_intent.status == LAUNCHED_INTENT and head_intent.node_ids == (first.head.id,)
-    assert ops.preview(cluster) == {}
+    assert preview(cluster) == {}
 
 
 def test_a_failed_head_launch_is_one_error_and_an_event(open_cluster, cloud):
     cloud.inject(Fault("stockout"))
     cluster = open_cluster()
-    with pytest.raises(ops.ClusterError, match="could not launch the head node"):
-        ops.ensure_head(cluster)
+    with pytest.raises(ClusterError, match="could not launch the head node"):
+        ensure_head(cluster)
     (failed,) = [e for e in cluster.store.events() if e.kind == "failed"]
     assert failed.data["kind"] == "capacity"
 
 
 def test_wait_reported_ticks_until_every_node_reports(open_cluster):
     cluster = open_cluster()
-    ops.up(cluster)
+    up(cluster)
     slept: list[float] = []
-    done, views = ops.wait_reported(cluster.reconciler(), 0, sleep=slept.append)
-    assert not done and len(views) == 3
+    done, last = tick_until(cluster.reconciler(), all_reported, 0, sleep=slept.append)
+    assert not done and len(last.nodes) == 3
     for node in cluster.provider.nodes():
         report(cluster, node.id)
-    done, views = ops.wait_reported(cluster.reconciler(), 60, sleep=slept.append)
-    assert done and all(v.reported for v in views) and slept == []
+    done, last = tick_until(cluster.reconciler(), all_reported, 60, sleep=slept.append)
+    assert done and all(v.reported for v in last.nodes) and slept == []
 
 
 def test_status_lists_nodes_from_the_cloud_after_the_state_folder_is_gone(open_cluster, state_dir):
     cluster = open_cluster()
-    ops.up(cluster)
+    up(cluster)
     node = next(n for n in cluster.provider.nodes() if n.tags[TAG_NODE_TYPE] == "tpu_v4_8")
     report(cluster, node.id, idle_since=cluster.clock() - 90)
     cluster.close()
     shutil.rmtree(state_dir)
-    status = ops.build_status(open_cluster())
+    status = build_status(open_cluster())
     assert len(status["nodes"]) == 3
     reported = next(n for n in status["nodes"] if n["id"] == node.id)
     assert reported["accelerators"] == {"TPU": 4} and reported["idle_seconds"] >= 90
@@ -204,7 +144,7 @@ def test_status_shows_pending_infeasible_failures_and_blocked_offerings(open_clu
     cluster.store.set_demand({"bundles": [{"TPU": 4}, {"CPU": 10000}]}, cluster.clock())
     cloud.inject(Fault("stockout", method="create"))
     cluster.reconciler().tick()
-    status = ops.build_status(cluster, events=True)
+    status = build_status(cluster, events=True)
     assert status["infeasible"][0]["resources"] == {"CPU": 10000.0}
     assert status["infeasible"][0]["reason"]
     assert status["pending"] == [] or status["pending"][0]["node_type"] == "tpu_v4_8"
@@ -217,30 +157,30 @@ def test_status_shows_pending_infeasible_failures_and_blocked_offerings(open_clu
 
 def test_teardown_leaves_nothing_and_clears_state(open_cluster):
     cluster = open_cluster()
-    ops.up(cluster)
-    assert len(ops.teardown(cluster, poll_s=0.01)) == 3
+    up(cluster)
+    assert len(teardown(cluster, poll_s=0.01)) == 3
     assert cluster.provider.nodes() == []
     assert cluster.store.intents() == [] and cluster.store.events() == []
 
 
 def test_teardown_can_keep_the_head(open_cluster):
     cluster = open_cluster()
-    head = ops.up(cluster).head
-    assert len(ops.teardown(cluster, keep_head=True, poll_s=0.01)) == 2
+    head = up(cluster).head
+    assert len(teardown(cluster, keep_head=True, poll_s=0.01)) == 2
     assert [n.id for n in cluster.provider.nodes()] == [head.id]
 
 
 def test_teardown_times_out_with_the_nodes_left(open_cluster, monkeypatch):
     cluster = open_cluster()
-    ops.up(cluster)
+    up(cluster)
     monkeypatch.setattr(cluster.provider, "terminate_nodes", lambda ids: [])
-    with pytest.raises(ops.ClusterError, match="3 node\\(s\\) still listed"):
-        ops.teardown(cluster, timeout_s=0)
+    with pytest.raises(ClusterError, match="3 node\\(s\\) still listed"):
+        teardown(cluster, timeout_s=0)
 
 
 def test_metrics_endpoint_serves_every_metric(open_cluster, cloud):
     cluster = open_cluster()
-    ops.up(cluster)
+    up(cluster)
     bundles = [{"resources": {"TPU": 4}, "count": 4}, {"CPU": 10000}]
     cluster.store.set_demand({"bundles": bundles}, cluster.clock())
     cloud.inject(Fault("quota", times=1))

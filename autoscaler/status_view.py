@@ -1,0 +1,112 @@
+"""`status`: the cluster as its cloud lists it and the planner sees it, built without writing
+anything (nodes, pending and infeasible demand, recent failures, blocked offerings, cost)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autoscaler.cluster import Cluster
+from autoscaler.offerings import UnavailableOfferings
+from autoscaler.planner import Plan
+from autoscaler.reconciler import NodeView
+from autoscaler.state import Event
+from providers.base import CLOUD_RUNNING
+
+RECENT_FAILURES = 20
+
+
+def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
+    """Nodes from the cloud, pending and infeasible demand, failures, blocked offerings, cost."""
+    reconciler = cluster.reconciler()
+    observation = reconciler.observe()
+    views = observation.views
+    fresh = reconciler.current_plan(observation)
+    now = cluster.clock()
+    prices = {t.name: t.price for t in cluster.config.node_types()}
+    blocked = UnavailableOfferings(cluster.clock, cluster.store.offerings()).active()
+    log = cluster.store.events(limit=1000)
+    status: dict[str, Any] = {
+        "cluster": cluster.name,
+        "nodes": [_node_dict(view, now) for view in views],
+        **_demand_dict(fresh),
+        "failures": [_failure_dict(e) for e in log if e.kind == "failed"][-RECENT_FAILURES:],
+        "unavailable_offerings": [
+            {
+                "offering": r.key,
+                "kind": r.kind,
+                "code": r.code,
+                "detail": r.detail,
+                "until": r.until,
+                "expires_in_seconds": r.until - now,
+            }
+            for r in blocked
+        ],
+        "cost_per_hour": sum(
+            prices.get(v.node_type) or 0.0 for v in views if v.node.state == CLOUD_RUNNING
+        ),
+    }
+    if events:
+        status["events"] = [_event_dict(e) for e in log]
+    return status
+
+
+def _node_dict(view: NodeView, now: float) -> dict[str, Any]:
+    accelerators: dict[str, int] = {}
+    for report in view.reports.values():
+        for name, count in report.devices.items():
+            accelerators[name] = accelerators.get(name, 0) + count
+    idle_since = view.idle_since
+    launched = view.node.launched_at or view.since
+    return {
+        "id": view.id,
+        "node_type": view.node_type,
+        "kind": view.kind,
+        "state": view.state,
+        "cloud_state": view.node.state,
+        "accelerators": accelerators if view.reports else None,
+        "internal_ips": [h.internal_ip for h in view.node.hosts if h.internal_ip],
+        "external_ips": [h.external_ip for h in view.node.hosts if h.external_ip],
+        "idle_seconds": None if idle_since is None else max(0.0, now - idle_since),
+        "age_seconds": max(0.0, now - launched),
+    }
+
+
+def _demand_dict(fresh: Plan) -> dict[str, Any]:
+    return {
+        "pending": [
+            {
+                "node_type": launch.node_type,
+                "count": launch.count,
+                "reason": launch.reason,
+                "serves": [{"resources": dict(r), "count": n} for r, n in launch.serves],
+            }
+            for launch in fresh.launches
+        ],
+        "deferred": [{"node_type": t, "count": n} for t, n in fresh.deferred],
+        "infeasible": [
+            {"resources": dict(i.resources), "count": i.count, "reason": i.reason}
+            for i in fresh.infeasible
+        ],
+    }
+
+
+def _failure_dict(event: Event) -> dict[str, Any]:
+    data = event.data or {}
+    return {
+        "at": event.at,
+        "node_type": event.node_type,
+        "offering": data.get("offering"),
+        "code": data.get("code"),
+        "kind": data.get("kind"),
+        "message": event.message,
+    }
+
+
+def _event_dict(event: Event) -> dict[str, Any]:
+    return {
+        "at": event.at,
+        "kind": event.kind,
+        "message": event.message,
+        "node_type": event.node_type,
+        "node_id": event.node_id,
+    }

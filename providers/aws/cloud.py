@@ -1,0 +1,70 @@
+"""What the autoscaler knows about EC2 offline: node_config keys, user data, tag limits, and
+the embedded local EC2 (moto's server)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from instance_catalog.catalog import Offer
+from providers.aws.nodes import market_of
+from providers.base import Cloud, NodeTypeOffering
+from providers.catalog import catalog_entry
+
+NODE_IDENTITY_SCRIPT = (
+    "TOKEN=$(curl -fsS -X PUT http://169.254.169.254/latest/api/token "
+    '-H "X-aws-ec2-metadata-token-ttl-seconds: 300")\n'
+    'NODE_ID=$(curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" '
+    "http://169.254.169.254/latest/meta-data/instance-id)\n"
+    "HOST=0\n"
+)
+"""IMDSv2: the instance id; an EC2 node has one host."""
+
+
+class AwsCloud(Cloud):
+    name = "aws"
+    provider_class = "providers.aws.provider:AwsNodeProvider"
+    instance_type_field = "InstanceType"
+    tag_value_limit = 256
+    node_identity_script = NODE_IDENTITY_SCRIPT
+    emulator_module = "moto.server"
+
+    def catalog_offer(
+        self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
+    ) -> Offer | None:
+        name = node_config.get("InstanceType")
+        if name is None:
+            return None
+        return Offer(catalog_entry(str(name), self.name, "InstanceType"))
+
+    def offering(
+        self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
+    ) -> NodeTypeOffering | None:
+        name = node_config.get("InstanceType")
+        if name is None:
+            return None
+        subnets = node_config.get("SubnetId") or node_config.get("SubnetIds")
+        zones = () if subnets else split_zones(provider_config.get("availability_zone"))
+        return NodeTypeOffering(
+            str(name), market_of(node_config), zones, provider_config.get("region")
+        )
+
+    def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
+        config = dict(node_config)
+        config.setdefault("UserData", script)
+        return config
+
+    def emulator_argv(self, host: str, port: int) -> list[str]:
+        return ["-m", self.emulator_module, "-H", host, "-p", str(port)]
+
+    def emulator_settings(self) -> dict[str, Any]:
+        # The local EC2 accepts any key; a machine without an account has none, and real
+        # keys are never sent to it.
+        return {"aws_access_key_id": "emulator", "aws_secret_access_key": "emulator"}
+
+
+def split_zones(zones: str | list[str] | None) -> tuple[str, ...]:
+    """``"a, b"`` or ``["a", "b"]`` as ``("a", "b")``."""
+    if isinstance(zones, str):
+        zones = zones.split(",")
+    return tuple(zone.strip() for zone in zones or () if zone and zone.strip())
