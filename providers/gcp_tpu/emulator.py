@@ -23,6 +23,7 @@ import re
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -153,9 +154,15 @@ class TpuCloud:
         delete_delay_s: float = 0.0,
         max_nodes: int = 1000,
         max_operations: int = 10_000,
+        operation_polls: int = 0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.create_delay_s = create_delay_s
         self.delete_delay_s = delete_delay_s
+        self.operation_polls = operation_polls
+        """Reads of an operation before it may finish (tests: polled at least this often)."""
+        self.clock = clock
+        self._held: set[str] = set()
         self.max_nodes = max_nodes
         self.max_operations = max_operations
         self.calls: dict[str, int] = {}
@@ -163,9 +170,21 @@ class TpuCloud:
         self._lock = threading.Lock()
         self._nodes: dict[str, dict] = {}
         self._operations: dict[str, dict] = {}
-        self._pending: dict[str, tuple[float, Any]] = {}
+        self._pending: dict[str, list] = {}
+        """operation name -> [due time, reads still needed, verb, finish arguments]."""
         self._faults: list[Fault] = []
         self._addresses = itertools.count(2)
+
+    # Holding operations (tests) ----------------------------------------------------------
+    def hold(self, verb: str) -> None:
+        """Keep ``create``/``delete``/``update`` operations running until :meth:`release`."""
+        with self._lock:
+            self._held.add(verb)
+
+    def release(self, verb: str) -> None:
+        with self._lock:
+            self._held.discard(verb)
+            self._advance()
 
     # Faults -------------------------------------------------------------------------------
     def inject(self, fault: Fault) -> None:
@@ -374,10 +393,12 @@ class TpuCloud:
     def operation(self, project: str, zone: str, operation_id: str) -> dict:
         name = f"projects/{project}/locations/{zone}/operations/{operation_id}"
         with self._lock:
-            self._advance()
             self._enter("operation", zone, name)
             if name not in self._operations:
                 raise ApiError(404, "NOT_FOUND", f"Operation '{name}' not found.")
+            if name in self._pending:
+                self._pending[name][1] -= 1
+            self._advance()
             return dict(self._operations[name])
 
     def put_node(
@@ -427,15 +448,15 @@ class TpuCloud:
         excess = len(self._operations) - self.max_operations
         for old in [n for n, op in self._operations.items() if op["done"]][: max(excess, 0)]:
             del self._operations[old]
-        self._pending[name] = (time.monotonic() + delay_s, finish)
+        self._pending[name] = [self.clock() + delay_s, self.operation_polls, verb, finish]
         self._advance()
         return dict(self._operations[name])
 
     def _advance(self) -> None:
-        """Finish every operation whose time has come."""
-        now = time.monotonic()
-        for name, (due, finish) in list(self._pending.items()):
-            if due <= now:
+        """Finish every operation whose time has come, read often enough and not held."""
+        now = self.clock()
+        for name, (due, reads_left, verb, finish) in list(self._pending.items()):
+            if due <= now and reads_left <= 0 and verb not in self._held:
                 del self._pending[name]
                 self._finish(name, *finish)
 

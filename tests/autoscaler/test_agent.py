@@ -31,7 +31,7 @@ GIB = 2**30
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOSCALE_STATE_DIR", str(tmp_path / "clusters"))
-    with TpuEmulator(cloud=TpuCloud(create_delay_s=0.0, delete_delay_s=0.0)) as server:
+    with TpuEmulator(cloud=TpuCloud()) as server:
         config = parse_cluster_config(
             {
                 "cluster_name": "sim",

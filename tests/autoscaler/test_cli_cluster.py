@@ -137,6 +137,23 @@ def test_status_json_lists_nodes_from_the_cloud_after_the_state_folder_is_gone(
     assert status["cost_per_hour"] == pytest.approx(1.5 + 2 * 12.88)
 
 
+def test_status_json_reads_without_writing_the_state_file(cluster_yaml, provider, state_dir):
+    autoscale("up", cluster_yaml, "--yes")
+    # Something for a sync to write down: a node of ours no launch explains.
+    provider.create_node({"acceleratorType": "v4-8"}, {TAG_NODE_TYPE: "tpu_v4_8"}, 1, "by-hand")
+    autoscale("request", cluster_yaml, "--bundles", json.dumps([{"TPU": 4}] * 4))
+    files = sorted(state_path("cli").parent.glob("state.db*"))
+    assert files
+    before = {path.name: path.read_bytes() for path in files}
+    result = autoscale("status", cluster_yaml, "--json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.output)["nodes"]) == 4
+    assert {path.name: path.read_bytes() for path in files} == before
+    store = StateStore(state_path("cli"))
+    assert not any(e.kind == "adopted" for e in store.events())  # `monitor` would adopt it
+    store.close()
+
+
 def test_status_table_and_events(cluster_yaml):
     autoscale("up", cluster_yaml, "--yes")
     result = autoscale("status", cluster_yaml, "--events")

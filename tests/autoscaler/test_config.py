@@ -272,3 +272,24 @@ def test_head_type_launches_no_workers_unless_its_max_workers_says_so():
     data = cluster(head={"node_config": {"InstanceType": "m5.large"}, "max_workers": 3})
     data["head_node_type"] = "head"
     assert parse_cluster_config(data, "x").node_type("head").max_workers == 3
+
+
+def test_every_tpu_node_config_gets_its_offering():
+    provider = {"type": "gcp", "project_id": "p", "availability_zone": "us-central2-b"}
+    config = parse_cluster_config(
+        {
+            "provider": provider,
+            "available_node_types": {
+                "by_type": {"node_config": {"acceleratorType": "v4-16"}},
+                "by_config": {
+                    "node_config": {"acceleratorConfig": {"type": "V4", "topology": "2x2x2"}},
+                    "market": "spot",
+                },
+            },
+        }
+    )
+    by_type, by_config = config.node_types()
+    assert by_type.offering.instance_type == by_config.offering.instance_type == "v4-16"
+    assert by_config.offering.zones == ("us-central2-b",)
+    assert (by_type.offering.market, by_config.offering.market) == ("on-demand", "spot")
+    assert by_config.hosts == 2 and by_config.offering.region == "us-central2"

@@ -21,7 +21,7 @@ CLUSTER = "rec"
 
 @pytest.fixture
 def cloud() -> TpuCloud:
-    return TpuCloud(create_delay_s=0.0, delete_delay_s=0.0)
+    return TpuCloud()
 
 
 @pytest.fixture

@@ -39,9 +39,13 @@ def endpoint(monkeypatch):
     server.stop()
 
 
-@pytest.fixture
-def reconciler(endpoint, tmp_path):
-    provider_config = {"type": "aws", "region": "us-east-1", "endpoint_url": endpoint}
+def make_reconciler(endpoint: str, tmp_path, **provider_settings) -> Reconciler:
+    provider_config = {
+        "type": "aws",
+        "region": "us-east-1",
+        "endpoint_url": endpoint,
+        **provider_settings,
+    }
     config = parse_cluster_config(
         {
             "cluster_name": "ec2",
@@ -63,6 +67,11 @@ def reconciler(endpoint, tmp_path):
     )
     provider = AwsNodeProvider(provider_config, "ec2")
     return Reconciler(config, provider, StateStore(tmp_path / "state.db"), Clock())
+
+
+@pytest.fixture
+def reconciler(endpoint, tmp_path):
+    return make_reconciler(endpoint, tmp_path)
 
 
 def fault(reconciler: Reconciler, code: str, when) -> None:
@@ -90,6 +99,26 @@ def test_capacity_for_a_whole_type_moves_to_the_next_cheapest_type(reconciler):
     result = reconciler.tick()
     assert result.launched == {"t4x4": 1}
     assert [r.instance_type for r in reconciler.offerings.active()] == ["g4dn.xlarge"]
+
+
+def test_a_zone_out_of_capacity_holds_back_only_that_zone(endpoint, tmp_path):
+    reconciler = make_reconciler(endpoint, tmp_path, availability_zone="us-east-1a,us-east-1b")
+    assert reconciler.types["t4"].offering.zones == ("us-east-1a", "us-east-1b")
+    reconciler.store.set_demand({"bundles": [{"GPU": 1}]}, 0)
+    fault(
+        reconciler,
+        "InsufficientInstanceCapacity",
+        lambda body: "RunInstances" in body and "us-east-1a" in body,
+    )
+    assert reconciler.tick().launched == {"t4": 1}  # zone a failed, zone b launched
+    (node,) = reconciler.provider.nodes()
+    assert node.zone == "us-east-1b"
+    assert [r.key for r in reconciler.offerings.active()] == ["g4dn.xlarge/us-east-1a/on-demand"]
+    reconciler.store.set_demand({"bundles": [{"resources": {"GPU": 1}, "count": 2}]}, 0)
+    # The next round still plans the cheapest type, in the zone that has capacity.
+    assert reconciler.current_plan().launch_counts() == {"t4": 1}
+    assert reconciler.tick().launched == {"t4": 1}
+    assert {n.zone for n in reconciler.provider.nodes()} == {"us-east-1b"}
 
 
 def test_a_throttling_storm_fails_the_round_then_the_loop_resumes_without_duplicates(reconciler):

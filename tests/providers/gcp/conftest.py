@@ -14,8 +14,8 @@ CLUSTER = "alpha"
 
 @pytest.fixture
 def cloud() -> TpuCloud:
-    """Creates take 0.2 s and deletes 0.1 s: every operation is polled at least once."""
-    return TpuCloud(create_delay_s=0.2, delete_delay_s=0.1)
+    """Every operation finishes only after it has been polled once."""
+    return TpuCloud(operation_polls=1)
 
 
 @pytest.fixture

@@ -19,15 +19,6 @@ from tests.providers.gcp.conftest import CLUSTER, PROJECT, ZONE
 WORKER_TAGS = {TAG_NODE_TYPE: "tpu_v4", TAG_NODE_KIND: "worker"}
 
 
-def _wait_for(predicate, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_single_host_slice_is_created_running_with_ownership_labels(provider):
     result = provider.create_node({"acceleratorType": "v5litepod-8"}, WORKER_TAGS, 1, "req-1")
 
@@ -66,7 +57,7 @@ def test_count_creates_that_many_slices(provider, cloud):
 
 
 def test_operations_that_finish_later_are_polled_to_completion(make_provider, cloud):
-    cloud.create_delay_s = 0.5
+    cloud.operation_polls = 3
     provider = make_provider()
 
     result = provider.create_node({"acceleratorType": "v4-8"}, WORKER_TAGS, 1, "req-1")
@@ -76,17 +67,16 @@ def test_operations_that_finish_later_are_polled_to_completion(make_provider, cl
 
 
 def test_operation_timeout_returns_the_slice_pending_and_it_finishes_later(make_provider, cloud):
-    cloud.create_delay_s = 1.5
+    cloud.hold("create")
     provider = make_provider(operation_timeout_s=0.3)
 
-    started = time.monotonic()
     result = provider.create_node({"acceleratorType": "v4-8"}, WORKER_TAGS, 1, "req-1")
 
-    assert time.monotonic() - started < 1.4
     (node,) = result.nodes
     assert node.state == CLOUD_PENDING
     assert provider.non_terminated_nodes() == [node.id]
-    assert _wait_for(lambda: provider.is_running(node.id))
+    cloud.release("create")
+    assert provider.is_running(node.id)
 
 
 def test_retrying_a_launch_request_never_creates_a_second_slice(provider, cloud):
@@ -99,7 +89,7 @@ def test_retrying_a_launch_request_never_creates_a_second_slice(provider, cloud)
 
 
 def test_retry_after_an_operation_timeout_finds_the_slice_still_creating(make_provider, cloud):
-    cloud.create_delay_s = 1.0
+    cloud.hold("create")
     provider = make_provider(operation_timeout_s=0.2)
 
     first = provider.create_node({"acceleratorType": "v4-8"}, WORKER_TAGS, 1, "req-1")
@@ -130,7 +120,7 @@ def test_terminate_deletes_a_multi_host_slice_as_one_unit(provider, cloud):
 
 
 def test_a_slow_delete_leaves_the_slice_terminating_and_unlisted(make_provider, cloud):
-    cloud.delete_delay_s = 1.0
+    cloud.hold("delete")
     provider = make_provider(operation_timeout_s=0.2)
     (node,) = provider.create_node({"acceleratorType": "v4-8"}, WORKER_TAGS, 1, "req-1").nodes
 
@@ -140,7 +130,8 @@ def test_a_slow_delete_leaves_the_slice_terminating_and_unlisted(make_provider, 
     assert provider.non_terminated_nodes() == []
     assert provider.terminate_nodes([node.id]) == [node.id]  # already deleting: no new call
     assert cloud.calls["delete"] == 1
-    assert _wait_for(lambda: provider.node(node.id) is None)
+    cloud.release("delete")
+    assert provider.node(node.id) is None
 
 
 def test_set_tags_updates_labels_but_never_the_owner(provider):
