@@ -149,6 +149,9 @@ class Cloud(ABC):
     emulator_module: ClassVar[str]
     """``python -m`` module of the embedded local cloud's server; it takes ``--host`` and
     ``--port`` (or what :meth:`emulator_argv` says)."""
+    ray_defaults: ClassVar[Mapping[str, Any]]
+    """Ray's documented defaults for this cloud (``available_node_types`` and
+    ``head_node_type``), for cluster YAMLs that name no node types."""
 
     @abstractmethod
     def catalog_offer(

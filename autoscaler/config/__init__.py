@@ -11,14 +11,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from autoscaler.config.errors import ConfigError, ConfigProblem, from_validation_error
 from autoscaler.config.node_types import build_node_type, launch_config
+from autoscaler.config.ray_layouts import with_node_types
 from autoscaler.config.schema import ClusterSpec
+from autoscaler.config.yaml_input import YamlInputError, load_yaml
 from autoscaler.planner.model import ExistingNode, Limits, NodeType
-from providers import cloud_for
+from providers import CLOUDS, cloud_for
 from providers.base import Cloud
 
 
@@ -91,14 +92,11 @@ def load_cluster_config(path: str | Path) -> ClusterConfig:
     """Read, validate and fill ``path``; raises :class:`ConfigError` listing every problem."""
     source = str(path)
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = load_yaml(Path(path).read_text())
     except OSError as err:
         raise ConfigError(source, [f"cannot read: {err.strerror or err}"]) from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or err
-        raise ConfigError(source, [f"not valid YAML{where}: {problem}"]) from None
+    except (YamlInputError, UnicodeDecodeError) as err:
+        raise ConfigError(source, [str(err)]) from None
     return parse_cluster_config(data, source)
 
 
@@ -106,11 +104,15 @@ def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
     """Validate and fill already-parsed YAML."""
     if not isinstance(data, dict):
         raise ConfigError(source, ["expected a mapping of cluster settings at the top level"])
+    warnings: list[str] = []
+    provider = data.get("provider")
+    kind = provider.get("type") if isinstance(provider, dict) else None
+    if isinstance(kind, str) and kind in CLOUDS:
+        data = with_node_types(data, cloud_for(kind), warnings)
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as err:
         raise from_validation_error(source, err) from None
-    warnings: list[str] = []
     cloud = cloud_for(spec.provider.type)
     settings = spec.provider.model_dump(exclude_none=True)
     if cloud.price_region(settings) is None:

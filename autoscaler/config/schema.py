@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from accel.suggest import did_you_mean
+from accel.suggest import brief, did_you_mean
 from providers import CLOUDS
 
 Commands = list[str]
@@ -55,7 +55,7 @@ class ProviderConfig(BaseModel):
     def _registered_cloud(cls, kind: str) -> str:
         if kind not in CLOUDS:
             raise ValueError(
-                f"{kind[:40]!r} is not allowed (allowed: {', '.join(sorted(CLOUDS))})"
+                f"{brief(kind)} is not allowed (allowed: {', '.join(sorted(CLOUDS))})"
                 f"{did_you_mean(kind, CLOUDS)}"
             )
         return kind
@@ -163,7 +163,7 @@ class ClusterSpec(_Section):
         names = list(self.available_node_types)
         if self.head_node_type is not None and self.head_node_type not in names:
             raise ValueError(
-                f"head_node_type: {self.head_node_type!r} is not in available_node_types"
+                f"head_node_type: {brief(self.head_node_type)} is not in available_node_types"
                 f"{did_you_mean(self.head_node_type, names)}"
             )
         return self

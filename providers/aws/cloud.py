@@ -21,6 +21,22 @@ NODE_IDENTITY_SCRIPT = (
 """IMDSv2: the instance id; an EC2 node has one host."""
 
 
+RAY_DEFAULTS = {
+    "available_node_types": {
+        "ray.head.default": {"node_config": {"InstanceType": "m5.large"}},
+        "ray.worker.default": {
+            "min_workers": 0,
+            "node_config": {
+                "InstanceType": "m5.large",
+                "InstanceMarketOptions": {"MarketType": "spot"},
+            },
+        },
+    },
+    "head_node_type": "ray.head.default",
+}
+"""Ray's ``autoscaler/aws/defaults.yaml`` node types."""
+
+
 class AwsCloud(Cloud):
     name = "aws"
     provider_class = "providers.aws.provider:AwsNodeProvider"
@@ -28,6 +44,7 @@ class AwsCloud(Cloud):
     tag_value_limit = 256
     node_identity_script = NODE_IDENTITY_SCRIPT
     emulator_module = "moto.server"
+    ray_defaults = RAY_DEFAULTS
 
     def catalog_offer(
         self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]

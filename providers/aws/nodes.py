@@ -49,5 +49,6 @@ def market_of(node_config: Mapping[str, Any]) -> str:
     """``market`` when given, else spot when the node asks EC2 for spot capacity."""
     if node_config.get("market") in (SPOT, ON_DEMAND):
         return node_config["market"]
-    options = node_config.get("InstanceMarketOptions") or {}
-    return SPOT if options.get("MarketType") == "spot" else ON_DEMAND
+    options = node_config.get("InstanceMarketOptions")
+    spot = isinstance(options, Mapping) and str(options.get("MarketType", "")).lower() == SPOT
+    return SPOT if spot else ON_DEMAND

@@ -27,6 +27,23 @@ NODE_IDENTITY_SCRIPT = (
 _CONFIG_GENERATIONS = {"V5LITE_POD": "v5litepod"}
 
 
+RAY_DEFAULTS = {
+    "available_node_types": {
+        "ray_head_default": {
+            "resources": {"CPU": 2},
+            "node_config": {"machineType": "n1-standard-2"},
+        },
+        "ray_worker_small": {
+            "min_workers": 0,
+            "resources": {"CPU": 2},
+            "node_config": {"machineType": "n1-standard-2", "scheduling": [{"preemptible": True}]},
+        },
+    },
+    "head_node_type": "ray_head_default",
+}
+"""Ray's ``autoscaler/gcp/defaults.yaml`` node types."""
+
+
 class GcpCloud(Cloud):
     name = "gcp"
     provider_class = "providers.gcp_tpu.provider:GcpTpuNodeProvider"
@@ -34,6 +51,7 @@ class GcpCloud(Cloud):
     tag_value_limit = 63
     node_identity_script = NODE_IDENTITY_SCRIPT
     emulator_module = "providers.gcp_tpu.emulator"
+    ray_defaults = RAY_DEFAULTS
 
     def catalog_offer(
         self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
@@ -82,7 +100,10 @@ def market_of(node_config: Mapping[str, Any]) -> str:
         return str(node_config["market"])
 
     def section(key: str) -> Mapping[str, Any]:
+        """The mapping at ``key``; Ray's examples also write it as a list of mappings."""
         value = node_config.get(key)
+        if isinstance(value, list):
+            return {k: v for item in value if isinstance(item, Mapping) for k, v in item.items()}
         return value if isinstance(value, Mapping) else {}
 
     gce, tpu = section("scheduling"), section("schedulingConfig")
@@ -134,6 +155,8 @@ def _attached(entry: InstanceType, guest: Any) -> Accelerator | None:
     """The GPUs attached to an N1 machine; built-in GPUs (A2, G2...) need no attachment."""
     if not guest or (entry.accelerator is not None and not entry.attachable_gpus):
         return None
+    if isinstance(guest, Mapping):  # Ray's examples also write the one entry bare
+        guest = [guest]
     if not isinstance(guest, list) or len(guest) != 1 or not isinstance(guest[0], Mapping):
         raise InvalidConfigError(
             "expected one entry {acceleratorType, acceleratorCount}", field="guestAccelerators"

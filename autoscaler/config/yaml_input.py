@@ -1,0 +1,59 @@
+"""Reading a cluster YAML safely: plain YAML (no Python objects), and no alias bombs.
+
+Anchors and aliases are legal YAML and Ray files use them; what is refused is a document
+whose aliases expand beyond :data:`MAX_EXPANDED_NODES` nodes (billion laughs), measured on
+the composed node graph before anything is built from it.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+MAX_EXPANDED_NODES = 100_000
+"""Nodes a document may hold once every alias is expanded."""
+
+
+class YamlInputError(ValueError):
+    """The text is not a usable YAML document; the message is one line."""
+
+
+def load_yaml(text: str) -> object:
+    """The document in ``text``, or :class:`YamlInputError`."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as err:
+        raise YamlInputError(_describe(err)) from None
+    if node is None:
+        return None
+    size = _expanded_size(node, {})
+    if size > MAX_EXPANDED_NODES:
+        raise YamlInputError(
+            f"refused: its aliases expand to more than {MAX_EXPANDED_NODES:,} values"
+        )
+    try:
+        return yaml.SafeLoader(text).get_single_data()
+    except yaml.YAMLError as err:
+        raise YamlInputError(_describe(err)) from None
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Values under ``node`` with aliases expanded (shared nodes counted once per use)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = MAX_EXPANDED_NODES + 1  # a node reached again while being sized: a cycle
+    if isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(item, memo) for item in node.value)
+    else:
+        size = 1
+    memo[key] = min(size, MAX_EXPANDED_NODES + 1)
+    return memo[key]
+
+
+def _describe(err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"not valid YAML{where}: {problem}"
