@@ -1,15 +1,22 @@
-"""`up`: preflight, the head node (through the reconciler's one launch path), min_workers
-and recorded demand, and the node simulator of an emulated cluster."""
+"""`up`: preflight, the account's identities and network (least privilege, made by the cloud's
+plugin), the head node (through the reconciler's one launch path), min_workers and recorded
+demand, and the node simulator of an emulated cluster."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autoscaler.cluster import Cluster, ClusterError
 from autoscaler.reconciler import TickResult
-from providers.base import NODE_KIND_HEAD, TAG_NODE_KIND, NodeProvider, ProviderNode
+from providers.base import (
+    NODE_KIND_HEAD,
+    TAG_NODE_KIND,
+    AccountResource,
+    NodeProvider,
+    ProviderNode,
+)
 
 
 @dataclass
@@ -17,12 +24,18 @@ class UpResult:
     head: ProviderNode | None
     head_created: bool
     tick: TickResult
+    account: list[AccountResource] = field(default_factory=list)
+    """What the cluster has in the account besides nodes (made now or reused)."""
 
 
 def preflight(cluster: Cluster) -> list[str]:
     """What would make launches fail, found by the cloud's plugin with read-only calls."""
+    return cluster.provider.preflight(_node_configs(cluster))
+
+
+def _node_configs(cluster: Cluster) -> dict[str, dict]:
     names = cluster.config.spec.available_node_types
-    return cluster.provider.preflight({name: cluster.config.launch_config(name) for name in names})
+    return {name: cluster.config.launch_config(name) for name in names}
 
 
 def find_head(provider: NodeProvider) -> ProviderNode | None:
@@ -67,7 +80,11 @@ def up(
 
         step("node simulator")
         ensure_simulator(config_path, cluster.name)
+    step("account: identities and network")
+    account = cluster.provider.prepare_account(
+        _node_configs(cluster), cluster.config.head_node_type
+    )
     step("head node")
     head, created = ensure_head(cluster)
     step("workers")
-    return UpResult(head, created, cluster.reconciler().tick())
+    return UpResult(head, created, cluster.reconciler().tick(), account)

@@ -41,6 +41,10 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
             }
             for r in blocked
         ],
+        "account": [
+            {"kind": r.kind, "name": r.name, "id": r.id}
+            for r in cluster.provider.account_resources()
+        ],
         "cost_per_hour": sum(
             prices.get(v.node_type) or 0.0 for v in views if v.node.state == CLOUD_RUNNING
         ),

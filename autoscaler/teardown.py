@@ -28,14 +28,15 @@ def doomed(provider: NodeProvider, keep_head: bool) -> list[ProviderNode]:
 def teardown(
     cluster: Cluster,
     keep_head: bool = False,
+    purge: bool = False,
     timeout_s: float = DOWN_TIMEOUT_S,
     poll_s: float = POLL_S,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
 ) -> list[str]:
     """Terminate every owned node (the head too unless kept), wait until the cloud lists none,
-    clear the local state and stop the embedded cloud and its node simulator; returns the ids
-    terminated."""
+    with ``purge`` delete the cluster's account resources (roles, groups...), clear the local
+    state and stop the embedded cloud and its node simulator; returns the ids terminated."""
     deadline = monotonic() + timeout_s
     targets = [n.id for n in doomed(cluster.provider, keep_head)]
     if targets:
@@ -46,6 +47,9 @@ def teardown(
             f"{len(left)} node(s) still listed after {timeout_s:.0f}s: {', '.join(sorted(left))}; "
             "run `down` again"
         )
+    if purge and not keep_head:
+        for resource in cluster.provider.purge_account():
+            logger.info("deleted %s %s", resource.kind, resource.name)
     cluster.store.clear()
     if cluster.config.spec.provider.emulator and not keep_head:
         from autoscaler.simulator import stop_simulator

@@ -76,6 +76,18 @@ class NodeTypeOffering:
 
 
 @dataclass(frozen=True)
+class AccountResource:
+    """Something the cluster needs in the account besides nodes (an IAM role, an instance
+    profile, a security group, a service account, a firewall rule), tagged as the cluster's."""
+
+    kind: str
+    name: str
+    id: str | None = None
+    created: bool = False
+    """Made by this call (else found and reused)."""
+
+
+@dataclass(frozen=True)
 class Host:
     """One VM of a node; a multi-host TPU slice has several, worker 0 first."""
 
@@ -263,6 +275,22 @@ class NodeProvider(ABC):
         """Problems that would make launches of these node types (by name) fail, found with
         read-only or dry-run calls: region, zones, network, image, offered types,
         permissions. Empty when nothing is wrong."""
+        return []
+
+    def prepare_account(
+        self, node_configs: Mapping[str, Mapping[str, Any]], head_type: str | None
+    ) -> list[AccountResource]:
+        """Make or reuse, idempotently, what the node types need in the account (least
+        privilege identities for the head and workers, network rules within the cluster);
+        what exists under our names without the cluster tag is left alone."""
+        return []
+
+    def account_resources(self) -> list[AccountResource]:
+        """The cluster's account resources that exist now (read-only)."""
+        return []
+
+    def purge_account(self) -> list[AccountResource]:
+        """Delete the cluster's account resources (ours only); what was deleted."""
         return []
 
     # Helpers for plugins ------------------------------------------------------------------

@@ -121,6 +121,9 @@ def up(cluster_yaml: str, yes: bool, wait: bool, timeout: float) -> None:
                 step("waiting for every node to report")
                 reported, _ = tick_until(cluster.reconciler(), all_reported, timeout)
             status = build_status(cluster)
+    for resource in result.account:
+        what = "created" if resource.created else "reused"
+        click.echo(f"{resource.kind} {resource.name}: {what}")
     if result.head is not None:
         click.echo(f"head {result.head.id}: {'created' if result.head_created else 'reused'}")
     click.echo(f"reconcile: {summarize(result.tick).line()}")
@@ -309,6 +312,12 @@ def _print_status(data: Mapping[str, Any]) -> None:
                 for o in data["unavailable_offerings"]
             ],
         )
+    if data["account"]:
+        print_table(
+            "Account resources",
+            ["kind", "name", "id"],
+            [(r["kind"], r["name"], r["id"]) for r in data["account"]],
+        )
     click.echo(f"Cost now: ${data['cost_per_hour']:.4f}/hour")
 
 
@@ -339,8 +348,9 @@ def _clock(at: float) -> str:
 @click.command()
 @CLUSTER_YAML
 @click.option("--keep-head", is_flag=True, help="Leave the head node running.")
+@click.option("--purge", is_flag=True, help="Also delete the roles, profiles and groups `up` made.")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
-def down(cluster_yaml: str, keep_head: bool, yes: bool) -> None:
+def down(cluster_yaml: str, keep_head: bool, purge: bool, yes: bool) -> None:
     """Terminate every node the cluster owns, wait until none is left, clear its state."""
     from autoscaler.teardown import doomed, teardown
 
@@ -352,7 +362,7 @@ def down(cluster_yaml: str, keep_head: bool, yes: bool) -> None:
             )
         with _progress() as step:
             step(f"terminating {len(targets)} node(s)")
-            terminated = teardown(cluster, keep_head)
+            terminated = teardown(cluster, keep_head, purge)
     click.echo(
         f"cluster {cluster.name}: terminated {len(terminated)} node(s)"
         + ("; the head node is kept" if keep_head else "")

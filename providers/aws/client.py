@@ -30,8 +30,9 @@ LOST_ANSWERS = (HTTPClientError, ConnectionError)
 """Transport faults: the request may or may not have been carried out."""
 
 
-def make_client(config: Mapping[str, Any]) -> Any:
-    """An EC2 client for ``config`` (``region``, ``endpoint_url``, ``max_attempts``...)."""
+def make_client(config: Mapping[str, Any], service: str = "ec2") -> Any:
+    """A ``service`` client (EC2 by default) for ``config`` (``region``, ``endpoint_url``,
+    ``max_attempts``...)."""
     session = boto3.session.Session(
         region_name=config.get("region") or "us-east-1",
         aws_access_key_id=config.get("aws_access_key_id"),
@@ -39,7 +40,7 @@ def make_client(config: Mapping[str, Any]) -> Any:
     )
     retries = int(config.get("max_attempts", DEFAULT_RETRIES))
     client = session.client(
-        "ec2",
+        service,
         endpoint_url=config.get("endpoint_url"),
         config=Config(retries={"mode": "standard", "max_attempts": retries}),
     )
@@ -60,7 +61,7 @@ def retries_of(client: Any) -> int:
 
 def call(client: Any, method: str, offering: Offering | None = None, **params: Any) -> Any:
     """``client.<method>(**params)``; failures raise the taxonomy's errors."""
-    with errors_classified(offering):
+    with errors_classified(offering, client.meta.service_model.service_name):
         return getattr(client, method)(**params)
 
 
@@ -85,11 +86,11 @@ def batches(ids: Sequence[str]) -> Iterator[list[str]]:
 
 
 @contextmanager
-def errors_classified(offering: Offering | None) -> Iterator[None]:
+def errors_classified(offering: Offering | None, service: str = "ec2") -> Iterator[None]:
     """Turn botocore's exceptions into the taxonomy's (the cause kept as ``__cause__``)."""
     try:
         yield
     except ClientError as error:
-        raise classify(error, offering) from error
+        raise classify(error, offering, service) from error
     except BotoCoreError as error:
-        raise ProviderError(f"EC2 call failed: {error}", offering=offering) from error
+        raise ProviderError(f"{service} call failed: {error}", offering=offering) from error

@@ -106,8 +106,9 @@ FAMILY_BUCKETS = {
 }
 
 
-def classify(error: Any, offering: Offering | None = None) -> ProviderError:
-    """The taxonomy error for a botocore ``ClientError`` (its code and operation)."""
+def classify(error: Any, offering: Offering | None = None, service: str = "ec2") -> ProviderError:
+    """The taxonomy error for a botocore ``ClientError`` (its code and operation) from
+    ``service`` (the IAM action prefix: ``ec2``, ``iam``...)."""
     body = error.response.get("Error", {})
     code = body.get("Code", "")
     message = body.get("Message", str(error))
@@ -121,7 +122,7 @@ def classify(error: Any, offering: Offering | None = None) -> ProviderError:
     if code in THROTTLED:
         return ThrottledError(f"EC2 throttled {operation} after retries: {message}", **kwargs)
     if code in PERMISSION:
-        action = f"ec2:{operation}"
+        action = f"{service}:{operation}"
         return AccessDeniedError(f"not allowed to {action}: {message}", action=action, **kwargs)
     if code in NOT_FOUND:
         return NodeNotFoundError(message, **kwargs)

@@ -22,6 +22,7 @@ from typing import Any
 
 from providers.aws import launch
 from providers.aws import stopped as stopped_nodes
+from providers.aws.account import AwsAccount
 from providers.aws.client import batches, call, create_tags, make_client, pages
 from providers.aws.cloud import AwsCloud
 from providers.aws.nodes import LIVE_STATES, market_of, to_node
@@ -30,10 +31,13 @@ from providers.aws.resources import instance_type_resources
 from providers.base import (
     CLOUD_PENDING,
     CLOUD_RUNNING,
+    NODE_KIND_WORKER,
     ON_DEMAND,
     TAG_CLUSTER,
     TAG_LAUNCH_REQUEST,
+    TAG_NODE_KIND,
     TAG_NODE_TYPE,
+    AccountResource,
     LaunchResult,
     NodeProvider,
     Offering,
@@ -57,6 +61,15 @@ class AwsNodeProvider(NodeProvider):
         self.ec2 = make_client(self.provider_config)
         self.cache_stopped = bool(self.provider_config.get("cache_stopped_nodes", False))
         self._subnet_zones: dict[str, str] = {}
+        self._account: AwsAccount | None = None
+
+    @property
+    def account(self) -> AwsAccount:
+        """The cluster's IAM roles, instance profiles and security group."""
+        if self._account is None:
+            iam = make_client(self.provider_config, "iam")
+            self._account = AwsAccount(self.ec2, iam, self.cluster_name, self.provider_config)
+        return self._account
 
     # Listing ------------------------------------------------------------------------------
     def nodes(self, tag_filters: Mapping[str, str] | None = None) -> list[ProviderNode]:
@@ -125,6 +138,8 @@ class AwsNodeProvider(NodeProvider):
             **self.ownership_tags({}),
             TAG_LAUNCH_REQUEST: launch_request_id,
         }
+        kind = tags.get(TAG_NODE_KIND, NODE_KIND_WORKER)
+        node_config = {**self.account.launch_settings(node_config, kind), **node_config}
         held = {node.id: node for node in self.nodes({TAG_LAUNCH_REQUEST: launch_request_id})}
         if self.cache_stopped and not all_or_nothing and len(held) < count:
             held.update(
@@ -246,6 +261,17 @@ class AwsNodeProvider(NodeProvider):
     # Before launching --------------------------------------------------------------------
     def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
         return preflight(self.ec2, self.provider_config, node_configs)
+
+    def prepare_account(
+        self, node_configs: Mapping[str, Mapping[str, Any]], head_type: str | None
+    ) -> list[AccountResource]:
+        return self.account.prepare(node_configs, head_type)
+
+    def account_resources(self) -> list[AccountResource]:
+        return self.account.find()
+
+    def purge_account(self) -> list[AccountResource]:
+        return self.account.purge()
 
     # Filling out node types -------------------------------------------------------------
     def instance_type_resources(self, instance_type: str) -> dict[str, float]:
