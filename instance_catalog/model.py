@@ -82,6 +82,10 @@ class InstanceType:
     """Price per region."""
     tpu: TpuSlice | None = None
     attachable_gpus: tuple[GpuAttachment, ...] = ()
+    architectures: tuple[str, ...] = ()
+    """CPU architectures it runs (``x86_64``, ``arm64``); empty where the cloud does not say."""
+    network: str | None = None
+    """Network performance as the cloud states it, e.g. ``Up to 12.5 Gigabit``."""
 
     @property
     def regions(self) -> tuple[str, ...]:

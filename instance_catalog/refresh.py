@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from instance_catalog.aws import DATA_FILE, Record, is_catalogued, slim
+from instance_catalog.aws import DATA_FILE, Record, encode_zones, slim
 
 USER_CATALOG_ENV_VAR = "AUTOSCALE_CATALOG_DIR"
 
@@ -54,7 +54,7 @@ def build_snapshot(
     source: str,
 ) -> dict[str, Any]:
     """The snapshot document from records and (instance type, region, zone) offerings."""
-    kept = {r["InstanceType"]: slim(r) for r in records if is_catalogued(r)}
+    kept = {r["InstanceType"]: slim(r) for r in records}
     zones: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for name, region, zone in offerings:
         if name in kept:
@@ -63,10 +63,7 @@ def build_snapshot(
         "source": source,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "instance_types": dict(sorted(kept.items())),
-        "zones": {
-            name: {region: sorted(z) for region, z in sorted(by_region.items())}
-            for name, by_region in sorted(zones.items())
-        },
+        **encode_zones(zones),
     }
 
 

@@ -41,6 +41,8 @@ def offer_dict(offer: Offer, region: str | None) -> dict[str, Any]:
         "cloud": entry.cloud,
         "vcpus": entry.vcpus,
         "memory_mib": entry.memory_mib,
+        "architectures": list(entry.architectures),
+        "network": entry.network,
         "accelerator": accelerator.to_dict() if accelerator else None,
         "resources": offer.resources(),
         **_price_fields(offer, region),
@@ -83,7 +85,11 @@ def show(instance_type: str, cloud: str | None, region: str | None, as_json: boo
     if as_json:
         print_json(data)
         return
-    rows = [(k, v) for k, v in data.items() if k not in ("resources", "accelerator", "regions")]
+    rows = [
+        (k, ", ".join(v) if k == "architectures" else v)
+        for k, v in data.items()
+        if k not in ("resources", "accelerator", "regions")
+    ]
     if data["accelerator"]:
         rows += [(f"accelerator.{k}", v) for k, v in data["accelerator"].items()]
     rows += [(f"resources.{k}", v) for k, v in data["resources"].items()]
