@@ -12,6 +12,8 @@ from typing import Any
 
 BRIEF_LIMIT = 40
 """Characters of user input an error message quotes."""
+MATCH_LIMIT = 100
+"""Longer input gets no closest-match hints: no name is that long, and matching it is slow."""
 
 
 class BadJsonError(ValueError):

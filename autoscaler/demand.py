@@ -17,7 +17,7 @@ from typing import Any
 
 from accel.families import families_for_resource
 from accel.resource_rules import exclusive_conflict, name_error, quantity_error
-from accel.user_input import BadJsonError, brief, clip, parse_json
+from accel.user_input import MATCH_LIMIT, BadJsonError, brief, clip, parse_json
 from autoscaler.config.suggest import did_you_mean
 from autoscaler.planner.model import STRATEGIES, BundleDemand, Demand, PlacementGroupDemand
 
@@ -88,7 +88,7 @@ def parse_demand(data: Any) -> Demand:
         problems.add("demand", "expected an object with bundles and placement_groups")
         problems.raise_any()
     for key in data.keys() - {"bundles", "placement_groups"}:
-        hint = did_you_mean(key, ["bundles", "placement_groups"])
+        hint = _hint(key, ["bundles", "placement_groups"])
         problems.add(clip(key), f"unknown key{hint}")
     bundles: dict[Shape, int] = {}
     for shape, count in _bundles(data.get("bundles", []), "bundles", problems):
@@ -126,6 +126,11 @@ def combine(*demands: Demand) -> Demand:
             for (strategy, shapes), count in groups.items()
         ),
     )
+
+
+def _hint(text: str, choices: Iterable[str]) -> str:
+    """A did-you-mean hint; none for text too long to be a misspelling."""
+    return did_you_mean(text, choices) if len(text) <= MATCH_LIMIT else ""
 
 
 def _json(text: str) -> Any:
@@ -177,7 +182,7 @@ def _unwrap(item: Any, path: str, problems: _Problems) -> tuple[dict | None, int
     if not isinstance(item.get("resources"), dict):
         return item, 1
     for key in item.keys() - {"resources", "count"}:
-        hint = did_you_mean(key, ["resources", "count"])
+        hint = _hint(key, ["resources", "count"])
         problems.add(f"{path}.{clip(key)}", f"unknown key{hint}")
     return item["resources"], _count(item.get("count", 1), f"{path}.count", problems)
 
@@ -224,7 +229,7 @@ def _placement_group(
         problems.add(path, "expected {strategy, bundles, count}")
         return None
     for key in group.keys() - {"strategy", "bundles", "count"}:
-        hint = did_you_mean(key, ["strategy", "bundles", "count"])
+        hint = _hint(key, ["strategy", "bundles", "count"])
         problems.add(f"{path}.{clip(key)}", f"unknown key{hint}")
     strategy = group.get("strategy", "PACK")
     strategy = strategy.upper() if isinstance(strategy, str) else strategy
@@ -232,7 +237,7 @@ def _placement_group(
         problems.add(
             f"{path}.strategy",
             f"{brief(group['strategy'])} is not one of {', '.join(STRATEGIES)}"
-            f"{did_you_mean(str(strategy)[:100], STRATEGIES)}",
+            f"{_hint(str(strategy), STRATEGIES)}",
         )
     count = _count(group.get("count", 1), f"{path}.count", problems)
     bundles = group.get("bundles")

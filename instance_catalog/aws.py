@@ -181,7 +181,7 @@ def instance_type(
 # The bundled (or refreshed) snapshot and its overrides -------------------------------
 def snapshot_path() -> Path | None:
     """A user-refreshed snapshot (``autoscale catalog refresh``), if one exists."""
-    from instance_catalog.refresh import user_catalog_dir
+    from instance_catalog.user_catalog import user_catalog_dir
 
     path = user_catalog_dir() / DATA_FILE
     return path if path.exists() else None

@@ -63,8 +63,12 @@ class GpuAttachment:
 
 @dataclass(frozen=True)
 class Price:
+    """Hourly USD prices in one region, and the day they were taken from the cloud."""
+
     on_demand: float | None
     spot: float | None = None
+    as_of: str | None = None
+    """``YYYY-MM-DD``."""
 
 
 @dataclass(frozen=True)

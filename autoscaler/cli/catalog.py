@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from accel.user_input import clip
 from autoscaler.cli.output import print_json, print_table
 
 if TYPE_CHECKING:
@@ -20,12 +22,22 @@ def catalog() -> None:
     """Instance types on AWS and GCP: accelerators, resources, prices."""
 
 
-def _price_fields(offer: Offer, region: str | None) -> dict[str, Any]:
+def _price_fields(offer: Offer, region: str | None, today: date) -> dict[str, Any]:
+    """Prices in ``region`` (else the cheapest), and the day the on-demand one was taken."""
+    price_region = region or _cheapest_region(offer.instance_type)
+    price = offer.instance_type.prices.get(price_region) if price_region else None
+    as_of = price.as_of if price else None
     return {
         "price_per_hour": offer.price(region),
         "spot_price_per_hour": offer.price(region, spot=True),
-        "price_region": region or _cheapest_region(offer.instance_type),
+        "price_region": price_region,
+        "price_as_of": as_of,
+        "price_age_days": (today - date.fromisoformat(as_of)).days if as_of else None,
     }
+
+
+def _today() -> date:
+    return datetime.now(timezone.utc).date()
 
 
 def _cheapest_region(entry: InstanceType) -> str | None:
@@ -33,7 +45,7 @@ def _cheapest_region(entry: InstanceType) -> str | None:
     return min(priced)[1] if priced else None
 
 
-def offer_dict(offer: Offer, region: str | None) -> dict[str, Any]:
+def offer_dict(offer: Offer, region: str | None, today: date) -> dict[str, Any]:
     entry = offer.instance_type
     accelerator = offer.accelerator
     data: dict[str, Any] = {
@@ -45,7 +57,7 @@ def offer_dict(offer: Offer, region: str | None) -> dict[str, Any]:
         "network": entry.network,
         "accelerator": accelerator.to_dict() if accelerator else None,
         "resources": offer.resources(),
-        **_price_fields(offer, region),
+        **_price_fields(offer, region, today),
         "regions": list(entry.regions),
     }
     if entry.tpu is not None:
@@ -79,9 +91,9 @@ def show(instance_type: str, cloud: str | None, region: str | None, as_json: boo
         raise click.ClickException(str(err)) from err
     if region is not None and region not in entry.regions:
         raise click.ClickException(
-            f"{entry.name} is not offered in {region}; regions: {', '.join(entry.regions)}"
+            f"{entry.name} is not offered in {clip(region)}; regions: {', '.join(entry.regions)}"
         )
-    data = offer_dict(Offer(entry), region)
+    data = offer_dict(Offer(entry), region, _today())
     if as_json:
         print_json(data)
         return
@@ -115,7 +127,8 @@ def list_(cloud: str | None, accelerator_text: str | None, region: str | None, a
             raise click.UsageError(str(err)) from err
     offers = _load().offers(cloud=cloud, accelerator=query, region=region)
     if as_json:
-        print_json([offer_dict(offer, region) for offer in offers])
+        today = _today()
+        print_json([offer_dict(offer, region, today) for offer in offers])
         return
     if not offers:
         click.echo("No instance types match.")
@@ -144,18 +157,20 @@ def _row(offer: Offer, region: str | None) -> tuple[Any, ...]:
 @catalog.command()
 @click.option("--cloud", type=click.Choice(["aws"]), required=True, help="Cloud to refresh.")
 @click.option("--region", "regions", multiple=True, help="Only these regions (repeatable).")
+@click.option("--prices", is_flag=True, help="Refresh on-demand and spot prices, not types.")
 @click.option("--endpoint-url", help="EC2 endpoint (VPC endpoint, LocalStack, emulator).")
-def refresh(cloud: str, regions: tuple[str, ...], endpoint_url: str | None) -> None:
-    """Rebuild the EC2 catalog from the live API (needs AWS credentials)."""
+@click.option("--pricing-endpoint-url", help="Price List API endpoint (with --prices).")
+def refresh(
+    cloud: str,
+    regions: tuple[str, ...],
+    prices: bool,
+    endpoint_url: str | None,
+    pricing_endpoint_url: str | None,
+) -> None:
+    """Rebuild the EC2 catalog, or its prices, from the live APIs (needs AWS credentials)."""
     import boto3
 
-    from instance_catalog.aws import DATA_FILE, unresolved_accelerators
-    from instance_catalog.refresh import (
-        CatalogRefreshError,
-        snapshot_from_ec2,
-        user_catalog_dir,
-        write_snapshot,
-    )
+    from instance_catalog.refresh import CatalogRefreshError
 
     session = boto3.session.Session()
     if session.get_credentials() is None:
@@ -164,11 +179,22 @@ def refresh(cloud: str, regions: tuple[str, ...], endpoint_url: str | None) -> N
             "AWS_SECRET_ACCESS_KEY (the bundled catalog keeps working without them)"
         )
     try:
-        snapshot = snapshot_from_ec2(session, regions or None, endpoint_url=endpoint_url)
+        if prices:
+            _refresh_prices(session, regions, endpoint_url, pricing_endpoint_url)
+        else:
+            _refresh_types(session, regions, endpoint_url)
     except CatalogRefreshError as err:
         raise click.ClickException(str(err)) from err
+
+
+def _refresh_types(session: Any, regions: tuple[str, ...], endpoint_url: str | None) -> None:
+    from instance_catalog.aws import DATA_FILE, unresolved_accelerators
+    from instance_catalog.refresh import snapshot_from_ec2
+    from instance_catalog.user_catalog import user_catalog_dir, write_json
+
+    snapshot = snapshot_from_ec2(session, regions or None, endpoint_url=endpoint_url)
     path = user_catalog_dir() / DATA_FILE
-    write_snapshot(snapshot, path)
+    write_json(snapshot, path)
     click.echo(f"{len(snapshot['instance_types'])} instance types written to {path}")
     for name, cloud_name in unresolved_accelerators(snapshot["instance_types"]):
         click.echo(
@@ -176,3 +202,25 @@ def refresh(cloud: str, regions: tuple[str, ...], endpoint_url: str | None) -> N
             "add an entry to the override file",
             err=True,
         )
+
+
+def _refresh_prices(
+    session: Any,
+    regions: tuple[str, ...],
+    endpoint_url: str | None,
+    pricing_endpoint_url: str | None,
+) -> None:
+    from datetime import datetime, timezone
+
+    from instance_catalog.price_refresh import refresh_prices
+    from instance_catalog.prices import AWS_PRICES_FILE
+    from instance_catalog.user_catalog import user_catalog_dir
+
+    now = datetime.now(timezone.utc)
+    fresh = refresh_prices(session, now, regions, endpoint_url, pricing_endpoint_url)
+    on_demand = sum(len(block["prices"]) for block in fresh.values())
+    spot = sum(1 for b in fresh.values() for _, s in b["prices"].values() if s is not None)
+    click.echo(
+        f"{on_demand} on-demand and {spot} spot prices in {len(fresh)} region(s) written to "
+        f"{user_catalog_dir() / AWS_PRICES_FILE}"
+    )

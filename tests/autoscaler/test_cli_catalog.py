@@ -196,3 +196,41 @@ def test_every_ec2_instance_family_plans_as_a_node_type(tmp_path):
     plan = _plan(tmp_path, config, '[{"CPU": 1}]')
     assert sum(plan["launch"].values()) == 1
     assert plan["infeasible"] == []
+
+
+def test_refresh_prices_then_show_says_how_old_each_price_is(tmp_path):
+    from datetime import date, datetime, timezone
+
+    from instance_catalog.prices import snapshot_info
+    from tests.fakes.aws_replay import load_recordings, replay_server
+
+    env = dict(os.environ)
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+        AUTOSCALE_CATALOG_DIR=str(tmp_path),
+    )
+    regions = ["--region", "us-east-1", "--region", "us-west-2"]
+    with replay_server(load_recordings()) as (url, _):
+        done = autoscale(
+            *("catalog", "refresh", "--cloud", "aws", "--prices", *regions),
+            *("--endpoint-url", url, "--pricing-endpoint-url", url),
+            env=env,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "4 on-demand and 3 spot prices in 2 region(s) written to" in done.stdout
+    today = datetime.now(timezone.utc).date()
+
+    def show(*args: str) -> dict:
+        return json.loads(autoscale("catalog", "show", *args, "--json", env=env).stdout)
+
+    fresh = show("p5.48xlarge", "--region", "us-east-1")
+    assert (fresh["price_per_hour"], fresh["spot_price_per_hour"]) == (55.04, 11.9873)
+    assert (fresh["price_as_of"], fresh["price_age_days"]) == (today.isoformat(), 0)
+    bundled = show("p5.48xlarge", "--region", "us-west-2")  # not in that region's refresh
+    assert bundled["price_per_hour"] == 98.32
+    snapshot_date = snapshot_info()["aws"]["date"]
+    assert bundled["price_as_of"] == snapshot_date
+    assert bundled["price_age_days"] == (today - date.fromisoformat(snapshot_date)).days
+    assert "price_age_days" in autoscale("catalog", "show", "m4.xlarge", env=env).stdout
