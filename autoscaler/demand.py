@@ -179,8 +179,15 @@ def _unwrap(item: Any, path: str, problems: _Problems) -> tuple[dict | None, int
     if not isinstance(item, dict):
         problems.add(path, "expected a resource map or {resources, count}")
         return None, None
-    if not isinstance(item.get("resources"), dict):
+    if "count" in item and not isinstance(item.get("resources"), dict):
+        problems.add(f"{path}.resources", "a bundle with a count needs a resource map here")
+        return None, None
+    if "resources" not in item:
         return item, 1
+    if not isinstance(item["resources"], dict):
+        got = brief(item["resources"])
+        problems.add(f"{path}.resources", f"expected a resource map, got {got}")
+        return None, None
     for key in item.keys() - {"resources", "count"}:
         hint = _hint(key, ["resources", "count"])
         problems.add(f"{path}.{clip(key)}", f"unknown key{hint}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import signal
@@ -119,6 +120,8 @@ def _print_inventory(inventory: NodeInventory) -> None:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(request_json: str, wait_s: float, command: tuple[str, ...]) -> None:
     """Run COMMAND with devices from the node-wide ledger (use `--` before COMMAND)."""
+    if math.isnan(wait_s):
+        raise click.BadParameter("must be a number of seconds, got nan", param_hint="--wait")
     try:
         request = parse_resources_json(request_json, source="--resources")
     except InvalidOverrideError as err:

@@ -82,6 +82,19 @@ def test_huge_and_non_finite_numbers_are_rejected_briefly(bundle, message):
     assert len(reported) < 200
 
 
+@pytest.mark.parametrize(
+    ("bundle", "message"),
+    [
+        ({"count": 3}, "bundles[0].resources: a bundle with a count needs a resource map here"),
+        ({"resources": None, "count": 3}, "bundles[0].resources: a bundle with a count needs"),
+        ({"resources": [1]}, "bundles[0].resources: expected a resource map, got [1]"),
+    ],
+)
+def test_a_deleted_or_broken_resources_key_is_named(bundle, message):
+    (reported,) = errors({"bundles": [bundle]})
+    assert reported.startswith(message)
+
+
 def test_placement_group_size_is_bounded():
     group = {"bundles": [{"resources": {"CPU": 1}, "count": 10**9}]}
     (message,) = errors({"placement_groups": [group]})
