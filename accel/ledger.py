@@ -27,7 +27,7 @@ from filelock import FileLock
 from accel.allocation import AllocationError, DeviceAllocator, Grant, from_units, to_units
 from accel.families import families_for_resource
 from accel.node import NODE_RESOURCES_ENV_VAR, NodeInventory
-from accel.resource_rules import exclusive_conflict
+from accel.resource_rules import exclusive_conflict, quantity_error
 from accel.user_input import brief
 
 logger = logging.getLogger(__name__)
@@ -191,9 +191,11 @@ class NodeLedger:
             if name not in self.inventory.resources:
                 raise AllocationError(_unknown_resource_message(name, self.inventory.resources))
             family = self.inventory.family_for(name)
-            error = family.validate_quantity(quantity) if family else None
-            if error is None and quantity < 0:
-                error = f"{name} quantity must not be negative, got {quantity:g}"
+            error = quantity_error(quantity)
+            if error:
+                error = f"{name} quantity {error}"
+            elif family:
+                error = family.validate_quantity(quantity)
             if error:
                 raise AllocationError(error)
             total = self.inventory.resources[name]
