@@ -27,6 +27,8 @@ from filelock import FileLock
 from accel.allocation import AllocationError, DeviceAllocator, Grant, from_units, to_units
 from accel.families import families_for_resource
 from accel.node import NODE_RESOURCES_ENV_VAR, NodeInventory
+from accel.resource_rules import exclusive_conflict, quantity_error
+from accel.user_input import brief
 
 logger = logging.getLogger(__name__)
 
@@ -182,13 +184,18 @@ class NodeLedger:
 
     # Internals -----------------------------------------------------------------------
     def _validate(self, request: Mapping[str, float]) -> None:
+        conflict = exclusive_conflict(request)
+        if conflict:
+            raise AllocationError(conflict)
         for name, quantity in request.items():
             if name not in self.inventory.resources:
                 raise AllocationError(_unknown_resource_message(name, self.inventory.resources))
             family = self.inventory.family_for(name)
-            error = family.validate_quantity(quantity) if family else None
-            if error is None and quantity < 0:
-                error = f"{name} quantity must not be negative, got {quantity:g}"
+            error = quantity_error(quantity)
+            if error:
+                error = f"{name} quantity {error}"
+            elif family:
+                error = family.validate_quantity(quantity)
             if error:
                 raise AllocationError(error)
             total = self.inventory.resources[name]
@@ -279,4 +286,4 @@ def _unknown_resource_message(name: str, resources: Mapping[str, float]) -> str:
         )
     close = difflib.get_close_matches(name, list(resources), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return f"resource {name!r} is not on this node (it has: {', '.join(resources)}){hint}"
+    return f"resource {brief(name)} is not on this node (it has: {', '.join(resources)}){hint}"

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
+from accel.user_input import MATCH_LIMIT, brief
+
 
 @dataclass(frozen=True)
 class AcceleratorType:
@@ -352,7 +354,7 @@ class UnknownAcceleratorTypeError(ValueError):
         self.text = text
         self.suggestions = tuple(suggestions)
         hint = f"; closest: {', '.join(self.suggestions)}" if self.suggestions else ""
-        super().__init__(f"unknown accelerator type {text!r}{hint}")
+        super().__init__(f"unknown accelerator type {brief(text)}{hint}")
 
 
 def _key(text: str) -> str:
@@ -401,7 +403,9 @@ def lookup(text: str) -> AcceleratorType:
 
 
 def closest(text: str, limit: int = 3) -> list[str]:
-    """Canonical names closest to ``text``, best first."""
+    """Canonical names closest to ``text``, best first (none for text no name is near)."""
+    if len(text) > MATCH_LIMIT:
+        return []
     keys = _by_key()
     matches = difflib.get_close_matches(_key(text), list(keys), n=limit * 3, cutoff=0.5)
     names: list[str] = []

@@ -18,15 +18,19 @@ from typing import Any
 from accel.families import FAMILIES, AcceleratorFamily, FamilyDetection, families_for_resource
 from accel.families.base import parse_id_ranges
 from accel.probe import HostProbe
+from accel.resource_rules import name_error, quantity_error
+from accel.user_input import BadJsonError, brief, parse_json
 
 logger = logging.getLogger(__name__)
 
 NODE_RESOURCES_ENV_VAR = "AUTOSCALE_NODE_RESOURCES"
 ACCELERATOR_TYPE_PREFIX = "accelerator_type:"
+MAX_DEVICES_PER_RESOURCE = 1024
+"""Ceiling on a node's logical device count for one accelerator resource (each gets an id)."""
 
 
 class InvalidOverrideError(ValueError):
-    """A resource override that cannot be honoured (bad JSON, negative or bad quantity)."""
+    """A resource override or request that cannot be honoured (bad JSON or quantity)."""
 
 
 @dataclass(frozen=True)
@@ -153,37 +157,48 @@ def overrides_from_env(env: Mapping[str, str]) -> dict[str, float]:
 def parse_resources_json(raw: str, source: str) -> dict[str, float]:
     """Parse ``{"name": quantity, ...}`` with a message that names ``source`` on error."""
     try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as err:
-        raise InvalidOverrideError(f"{source}: not valid JSON ({err.msg} at {err.pos})") from err
+        data = parse_json(raw)
+    except BadJsonError as err:
+        raise InvalidOverrideError(f"{source}: {err}") from None
     if not isinstance(data, dict):
         raise InvalidOverrideError(f'{source}: expected a JSON object like {{"GPU": 2}}')
     parsed: dict[str, float] = {}
     for name, quantity in data.items():
-        if isinstance(quantity, bool) or not isinstance(quantity, (int, float)):
-            raise InvalidOverrideError(
-                f"{source}: {name!r} must be a number, got {json.dumps(quantity)}"
-            )
-        parsed[str(name)] = float(quantity)
+        error = name_error(name) or _named(name, quantity_error(quantity))
+        if error:
+            raise InvalidOverrideError(f"{source}: {error}")
+        parsed[name] = float(quantity)
     return parsed
 
 
+def _named(name: str, error: str | None) -> str | None:
+    return f"{brief(name)} {error}" if error else None
+
+
 def _check_override(name: str, quantity: float) -> None:
-    if quantity < 0:
-        raise InvalidOverrideError(f"resource {name!r} must not be negative, got {quantity:g}")
-    if families_for_resource(name) and not float(quantity).is_integer():
-        raise InvalidOverrideError(
-            f"a node's {name} must be a whole number of devices, got {quantity:g}"
-        )
+    error = _named(name, quantity_error(quantity))
+    if error:
+        raise InvalidOverrideError(f"resource {error}")
+    if families_for_resource(name):
+        if not float(quantity).is_integer():
+            raise InvalidOverrideError(
+                f"a node's {name} must be a whole number of devices, got {quantity:g}"
+            )
+        if quantity > MAX_DEVICES_PER_RESOURCE:
+            raise InvalidOverrideError(
+                f"a node's {name} must be at most {MAX_DEVICES_PER_RESOURCE} devices, "
+                f"got {quantity:g}"
+            )
 
 
 def _resized_pool(pool: DevicePool | None, resource: str, family: str, count: int) -> DevicePool:
     """First ``count`` detected ids, padded with the lowest unused integer ids."""
     detected = pool.ids if pool else ()
     ids = list(detected[:count])
+    taken = set(detected)
     candidate = 0
     while len(ids) < count:
-        if str(candidate) not in ids and str(candidate) not in detected:
+        if str(candidate) not in taken:
             ids.append(str(candidate))
         candidate += 1
     return DevicePool(

@@ -4,21 +4,27 @@ A bundle is a resource map or ``{"resources": {...}, "count": N}``; a placement 
 ``{"strategy": PACK|SPREAD|STRICT_PACK|STRICT_SPREAD, "bundles": [...], "count": N}``.
 Identical bundles (and placement groups) merge into one shape with a summed count, and each
 distinct shape is validated once, so 100,000 bundles parse in well under a second.
+Quantities follow :mod:`accel.resource_rules` (finite, at most Ray's ceiling; no GPU with
+neuron_cores); counts and placement-group sizes are bounded; messages quote user text briefly.
 ``accelerator_type:<T>`` names are left to the planner (it reports unknown ones).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from accel.families import families_for_resource
-from accel.suggest import did_you_mean
+from accel.resource_rules import exclusive_conflict, name_error, quantity_error
+from accel.user_input import MATCH_LIMIT, BadJsonError, brief, clip, did_you_mean, parse_json
 from autoscaler.planner.model import STRATEGIES, BundleDemand, Demand, PlacementGroupDemand
 
-MAX_MESSAGES = 50
+MAX_MESSAGES = 20
+MAX_COUNT = 10**9
+"""Most copies of one bundle or placement group one demand may ask for."""
+MAX_GROUP_BUNDLES = 10_000
+"""Most bundles in one placement group (counted bundles expanded)."""
 Shape = tuple[tuple[str, float], ...]
 """A bundle's resources as sorted (name, quantity) pairs: hashable, so shapes merge."""
 
@@ -59,7 +65,8 @@ def load_demand(path_or_text: str | Path) -> Demand:
         try:
             text = Path(path_or_text).read_text()
         except OSError as err:
-            raise DemandError([f"{path_or_text}: cannot read: {err.strerror or err}"]) from None
+            message = f"{clip(text)}: cannot read: {err.strerror or err}"
+            raise DemandError([message]) from None
     return parse_demand(_json(text))
 
 
@@ -80,7 +87,8 @@ def parse_demand(data: Any) -> Demand:
         problems.add("demand", "expected an object with bundles and placement_groups")
         problems.raise_any()
     for key in data.keys() - {"bundles", "placement_groups"}:
-        problems.add(key, f"unknown key{did_you_mean(key, ['bundles', 'placement_groups'])}")
+        hint = _hint(key, ["bundles", "placement_groups"])
+        problems.add(clip(key), f"unknown key{hint}")
     bundles: dict[Shape, int] = {}
     for shape, count in _bundles(data.get("bundles", []), "bundles", problems):
         bundles[shape] = bundles.get(shape, 0) + count
@@ -119,11 +127,16 @@ def combine(*demands: Demand) -> Demand:
     )
 
 
+def _hint(text: str, choices: Iterable[str]) -> str:
+    """A did-you-mean hint; none for text too long to be a misspelling."""
+    return did_you_mean(text, choices) if len(text) <= MATCH_LIMIT else ""
+
+
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DemandError([f"not valid JSON: {err}"]) from None
+        return parse_json(text)
+    except BadJsonError as err:
+        raise DemandError([str(err)]) from None
 
 
 def _list(value: Any, path: str) -> list[Any]:
@@ -165,16 +178,26 @@ def _unwrap(item: Any, path: str, problems: _Problems) -> tuple[dict | None, int
     if not isinstance(item, dict):
         problems.add(path, "expected a resource map or {resources, count}")
         return None, None
-    if not isinstance(item.get("resources"), dict):
+    if "count" in item and not isinstance(item.get("resources"), dict):
+        problems.add(f"{path}.resources", "a bundle with a count needs a resource map here")
+        return None, None
+    if "resources" not in item:
         return item, 1
+    if not isinstance(item["resources"], dict):
+        got = brief(item["resources"])
+        problems.add(f"{path}.resources", f"expected a resource map, got {got}")
+        return None, None
     for key in item.keys() - {"resources", "count"}:
-        problems.add(f"{path}.{key}", f"unknown key{did_you_mean(key, ['resources', 'count'])}")
+        hint = _hint(key, ["resources", "count"])
+        problems.add(f"{path}.{clip(key)}", f"unknown key{hint}")
     return item["resources"], _count(item.get("count", 1), f"{path}.count", problems)
 
 
 def _count(value: Any, path: str, problems: _Problems) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        problems.add(path, f"must be a positive whole number, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_COUNT:
+        problems.add(
+            path, f"must be a positive whole number (at most {MAX_COUNT:,}), got {brief(value)}"
+        )
         return None
     return value
 
@@ -183,21 +206,23 @@ def _check_resources(resources: dict, path: str, problems: _Problems) -> Shape |
     """The bundle's shape without zero quantities, or None after reporting its problems."""
     ok = True
     for name, quantity in resources.items():
-        error = _quantity_error(name, quantity)
+        error = name_error(name) or _quantity_error(name, quantity)
         if error:
-            problems.add(f"{path}.{name}", error)
+            problems.add(f"{path}.{clip(name)}", error)
             ok = False
+    conflict = exclusive_conflict(resources) if ok else None
+    if conflict:
+        problems.add(path, conflict)
     shape = tuple(sorted((n, float(q)) for n, q in resources.items() if ok and q != 0))
     if ok and not shape:
         problems.add(path, "a bundle needs at least one resource above zero")
-    return shape if ok and shape else None
+    return shape if ok and shape and not conflict else None
 
 
 def _quantity_error(name: str, quantity: Any) -> str | None:
-    if isinstance(quantity, bool) or not isinstance(quantity, (int, float)):
-        return f"quantity must be a number, got {quantity!r}"
-    if quantity < 0:
-        return f"quantity must not be negative, got {quantity:g}"
+    error = quantity_error(quantity)
+    if error:
+        return f"quantity {error}"
     families = families_for_resource(name)
     return families[0].validate_quantity(quantity) if families else None
 
@@ -210,21 +235,25 @@ def _placement_group(
         problems.add(path, "expected {strategy, bundles, count}")
         return None
     for key in group.keys() - {"strategy", "bundles", "count"}:
-        hint = did_you_mean(key, ["strategy", "bundles", "count"])
-        problems.add(f"{path}.{key}", f"unknown key{hint}")
-    strategy = str(group.get("strategy", "PACK")).upper()
+        hint = _hint(key, ["strategy", "bundles", "count"])
+        problems.add(f"{path}.{clip(key)}", f"unknown key{hint}")
+    strategy = group.get("strategy", "PACK")
+    strategy = strategy.upper() if isinstance(strategy, str) else strategy
     if strategy not in STRATEGIES:
         problems.add(
             f"{path}.strategy",
-            f"{group['strategy']!r} is not one of {', '.join(STRATEGIES)}"
-            f"{did_you_mean(strategy, STRATEGIES)}",
+            f"{brief(group['strategy'])} is not one of {', '.join(STRATEGIES)}"
+            f"{_hint(str(strategy), STRATEGIES)}",
         )
     count = _count(group.get("count", 1), f"{path}.count", problems)
     bundles = group.get("bundles")
     if not isinstance(bundles, list) or not bundles:
         problems.add(f"{path}.bundles", "expected a non-empty list of bundles")
         return None
-    shapes = [
-        shape for shape, n in _bundles(bundles, f"{path}.bundles", problems) for _ in range(n)
-    ]
-    return ((strategy, tuple(shapes)), count) if count is not None else None
+    counted = list(_bundles(bundles, f"{path}.bundles", problems))
+    size = sum(n for _, n in counted)
+    if size > MAX_GROUP_BUNDLES:
+        problems.add(f"{path}.bundles", f"{size:,} bundles; at most {MAX_GROUP_BUNDLES:,}")
+        return None
+    shapes = tuple(shape for shape, n in counted for _ in range(n))
+    return ((strategy, shapes), count) if count is not None else None

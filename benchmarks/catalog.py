@@ -36,6 +36,7 @@ def main() -> None:
 
     script = Path(sys.executable).with_name("autoscale")
     for argv in (
+        ["catalog", "list"],
         ["catalog", "list", "--json"],
         ["catalog", "list", "--accelerator", "a100-80gb:8", "--json"],
         ["catalog", "show", "p4de.24xlarge", "--json"],

@@ -1,9 +1,13 @@
-"""EC2 instance types from ``DescribeInstanceTypes`` records.
+"""EC2 instance types from ``DescribeInstanceTypes`` records: every type, accelerator or not.
 
 The bundled ``data/aws_instance_types.json`` holds the cloud's own records (the subset of
 fields we use) and the zones offering each type; ``data/aws_overrides.yaml`` corrects known
 errors in them. Everything here reads records in the API's own shape, so a live refresh and
 the bundled snapshot go through the same code.
+
+Zones are stored compactly: ``zone_sets`` lists each distinct ``{region: zone suffixes}`` map
+once (``{"us-east-1": ["a", "b", "d"]}`` is us-east-1a, -1b and -1d) and ``zones`` gives each
+type the index of its map; a few hundred maps cover well over a thousand types.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import yaml
 
 from accel.names import resolve_model
 from instance_catalog.model import AWS, Accelerator, InstanceType
-from instance_catalog.prices import aws_prices
+from instance_catalog.prices import PriceTable, aws_prices
 
 Record = dict[str, Any]
 
@@ -38,33 +42,46 @@ ACCELERATOR_SECTIONS = (
 """In the order they are read: an inf1/inf2 lists its chips under both Neuron and
 InferenceAccelerator info, and only the first section that has devices counts."""
 
-CPU_FAMILIES = frozenset(
-    {"m5", "m6i", "m6a", "m7i", "m7a", "c5", "c6i", "c7i", "r5", "r6i", "r7i", "t3"}
-)
-"""Ordinary families clusters use for head nodes and CPU workers."""
-
-KEPT_FIELDS = ("InstanceType", "VCpuInfo", "MemoryInfo", "ProcessorInfo", *ACCELERATOR_SECTIONS)
+KEPT_FIELDS = ("InstanceType", "VCpuInfo", "MemoryInfo", *ACCELERATOR_SECTIONS)
 
 MANUFACTURER_FAMILIES = {"nvidia": "nvidia", "amd": "amd", "habana": "gaudi", "intel": "gaudi"}
 """GpuInfo manufacturer -> the ``accel`` family that detects it (Gaudi is listed as a GPU)."""
 
 
-def is_catalogued(record: Mapping[str, Any]) -> bool:
-    """Accelerator instance types, plus the CPU families used for heads and CPU workers."""
-    family = record["InstanceType"].split(".", 1)[0]
-    return family in CPU_FAMILIES or any(record.get(s) for s in ACCELERATOR_SECTIONS)
-
-
 def slim(record: Mapping[str, Any]) -> Record:
     """The fields of a ``DescribeInstanceTypes`` record the catalog uses."""
     kept = {key: record[key] for key in KEPT_FIELDS if key in record}
-    vcpu = record.get("VCpuInfo", {})
-    kept["VCpuInfo"] = {"DefaultVCpus": vcpu.get("DefaultVCpus")}
-    if "ProcessorInfo" in record:
-        kept["ProcessorInfo"] = {
-            "SupportedArchitectures": record["ProcessorInfo"].get("SupportedArchitectures", [])
-        }
+    kept["VCpuInfo"] = {"DefaultVCpus": record.get("VCpuInfo", {}).get("DefaultVCpus")}
+    architectures = record.get("ProcessorInfo", {}).get("SupportedArchitectures")
+    if architectures:
+        kept["ProcessorInfo"] = {"SupportedArchitectures": architectures}
+    network = record.get("NetworkInfo", {}).get("NetworkPerformance")
+    if network:
+        kept["NetworkInfo"] = {"NetworkPerformance": network}
     return kept
+
+
+def encode_zones(zones: Mapping[str, Mapping[str, Iterable[str]]]) -> dict[str, Any]:
+    """``{"zone_sets": [...], "zones": {name: index}}`` from ``{name: {region: [zone]}}``."""
+    sets: dict[str, int] = {}
+    index: dict[str, int] = {}
+    for name, by_region in sorted(zones.items()):
+        zone_set = {
+            region: sorted(zone.removeprefix(region) for zone in found)
+            for region, found in sorted(by_region.items())
+        }
+        key = json.dumps(zone_set)
+        index[name] = sets.setdefault(key, len(sets))
+    return {"zone_sets": [json.loads(key) for key in sets], "zones": index}
+
+
+def decode_zones(snapshot: Mapping[str, Any]) -> dict[str, Mapping[str, tuple[str, ...]]]:
+    """``{name: {region: (zone, ...)}}`` from :func:`encode_zones`' form (maps are shared)."""
+    sets = [
+        {region: tuple(region + suffix for suffix in suffixes) for region, suffixes in s.items()}
+        for s in snapshot["zone_sets"]
+    ]
+    return {name: sets[position] for name, position in snapshot["zones"].items()}
 
 
 def accelerator_of(record: Mapping[str, Any]) -> Accelerator | None:
@@ -144,7 +161,9 @@ def _canonical(cloud_name: str, family: str | None, memory_mib: int | None) -> s
     return resolved.name if resolved else cloud_name
 
 
-def instance_type(record: Mapping[str, Any], zones: Mapping[str, Iterable[str]]) -> InstanceType:
+def instance_type(
+    record: Mapping[str, Any], zones: Mapping[str, tuple[str, ...]], prices: PriceTable
+) -> InstanceType:
     name = record["InstanceType"]
     return InstanceType(
         name=name,
@@ -152,15 +171,17 @@ def instance_type(record: Mapping[str, Any], zones: Mapping[str, Iterable[str]])
         vcpus=int(record["VCpuInfo"]["DefaultVCpus"]),
         memory_mib=int(record["MemoryInfo"]["SizeInMiB"]),
         accelerator=accelerator_of(record),
-        zones={region: tuple(sorted(z)) for region, z in sorted(zones.items())},
-        prices=aws_prices().get(name, {}),
+        zones=zones,
+        prices=prices.get(name, {}),
+        architectures=tuple(record.get("ProcessorInfo", {}).get("SupportedArchitectures", ())),
+        network=record.get("NetworkInfo", {}).get("NetworkPerformance"),
     )
 
 
 # The bundled (or refreshed) snapshot and its overrides -------------------------------
 def snapshot_path() -> Path | None:
     """A user-refreshed snapshot (``autoscale catalog refresh``), if one exists."""
-    from instance_catalog.refresh import user_catalog_dir
+    from instance_catalog.user_catalog import user_catalog_dir
 
     path = user_catalog_dir() / DATA_FILE
     return path if path.exists() else None
@@ -168,7 +189,7 @@ def snapshot_path() -> Path | None:
 
 @cache
 def raw_snapshot() -> dict[str, Any]:
-    """``{"source": ..., "instance_types": {name: record}, "zones": {name: {region: [az]}}}``."""
+    """``{"source": ..., "instance_types": {name: record}, "zone_sets": ..., "zones": ...}``."""
     path = snapshot_path()
     if path is not None:
         return json.loads(path.read_text())
@@ -183,27 +204,28 @@ def overrides() -> list[dict[str, Any]]:
 
 def apply_overrides(
     records: Mapping[str, Record],
-    zones: Mapping[str, Mapping[str, list[str]]],
+    zones: Mapping[str, Mapping[str, tuple[str, ...]]],
     entries: Iterable[Mapping[str, Any]],
-) -> tuple[dict[str, Record], dict[str, dict[str, list[str]]]]:
-    """Records and zones after the override file's corrections.
+) -> tuple[dict[str, Record], dict[str, Mapping[str, tuple[str, ...]]]]:
+    """Records and zones after the override file's corrections (the inputs are untouched).
 
     An entry names ``instance_type`` (a glob) and a ``reason``, then ``set`` (fields merged
     into the record), ``remove`` (fields dropped) or ``add`` (a whole record the source
     lacks, with ``regions``).
     """
-    records = {name: copy.deepcopy(record) for name, record in records.items()}
-    zones = {name: {r: list(z) for r, z in by_region.items()} for name, by_region in zones.items()}
+    records, zones = dict(records), dict(zones)
     for entry in entries:
         pattern = entry["instance_type"]
         if "add" in entry:
             records[pattern] = {"InstanceType": pattern, **copy.deepcopy(entry["add"])}
-            zones[pattern] = {region: [] for region in entry.get("regions", [])}
+            zones[pattern] = {region: () for region in entry.get("regions", [])}
             continue
         for name in fnmatch.filter(records, pattern):
-            _merge(records[name], entry.get("set", {}))
+            record = copy.deepcopy(records[name])
+            _merge(record, entry.get("set", {}))
             for field in entry.get("remove", []):
-                records[name].pop(field, None)
+                record.pop(field, None)
+            records[name] = record
     return records, zones
 
 
@@ -216,15 +238,16 @@ def _merge(target: dict[str, Any], changes: Mapping[str, Any]) -> None:
 
 
 @cache
-def corrected_records() -> tuple[dict[str, Record], dict[str, dict[str, list[str]]]]:
+def corrected_records() -> tuple[dict[str, Record], dict[str, Mapping[str, tuple[str, ...]]]]:
     """The snapshot's records and zones with the overrides applied."""
     snapshot = raw_snapshot()
-    return apply_overrides(snapshot["instance_types"], snapshot["zones"], overrides())
+    return apply_overrides(snapshot["instance_types"], decode_zones(snapshot), overrides())
 
 
 def aws_instance_types() -> list[InstanceType]:
     records, zones = corrected_records()
-    return [instance_type(record, zones.get(name, {})) for name, record in records.items()]
+    prices = aws_prices()
+    return [instance_type(record, zones.get(name, {}), prices) for name, record in records.items()]
 
 
 # Ray's per-family EC2 hooks ------------------------------------------------------------

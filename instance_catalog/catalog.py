@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 
 from accel.names import lookup, tokens_for
+from accel.user_input import MATCH_LIMIT, brief
 from instance_catalog.model import CLOUDS, Accelerator, InstanceType
 from instance_catalog.resources import resources_for
 
@@ -20,7 +21,7 @@ class UnknownInstanceTypeError(LookupError):
         self.suggestions = suggestions
         where = f" on {cloud}" if cloud else ""
         hint = f"; closest: {', '.join(suggestions)}" if suggestions else ""
-        super().__init__(f"unknown instance type {name!r}{where}{hint}")
+        super().__init__(f"unknown instance type {brief(name)}{where}{hint}")
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class AcceleratorQuery:
         try:
             parsed_count = float(count) if count else None
         except ValueError:
-            raise ValueError(f"accelerator count in {text!r} must be a number") from None
+            raise ValueError(f"accelerator count in {brief(text)} must be a number") from None
         return cls(lookup(name).name, parsed_count)
 
 
@@ -100,9 +101,10 @@ class Catalog:
             if entry is not None:
                 return entry
         names = [n for (c, n) in self._entries if cloud is None or c == cloud]
-        raise UnknownInstanceTypeError(
-            name, cloud, difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-        )
+        close = []
+        if len(name) <= MATCH_LIMIT:
+            close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        raise UnknownInstanceTypeError(name, cloud, close)
 
     def offers(
         self,

@@ -15,6 +15,7 @@ prices from ``instance_catalog.prices.gcp_prices``:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache
 
 from accel.names import get as get_accelerator_type
@@ -101,7 +102,9 @@ def _with_gpus(machine: Price, gpu: Price | None, count: int) -> Price:
 
     if gpu is None:
         return Price(None, None)
-    return Price(add(machine.on_demand, gpu.on_demand), add(machine.spot, gpu.spot))
+    return replace(
+        machine, on_demand=add(machine.on_demand, gpu.on_demand), spot=add(machine.spot, gpu.spot)
+    )
 
 
 # Machine types --------------------------------------------------------------------------------

@@ -63,8 +63,12 @@ class GpuAttachment:
 
 @dataclass(frozen=True)
 class Price:
+    """Hourly USD prices in one region, and the day they were taken from the cloud."""
+
     on_demand: float | None
     spot: float | None = None
+    as_of: str | None = None
+    """``YYYY-MM-DD``."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,10 @@ class InstanceType:
     """Price per region."""
     tpu: TpuSlice | None = None
     attachable_gpus: tuple[GpuAttachment, ...] = ()
+    architectures: tuple[str, ...] = ()
+    """CPU architectures it runs (``x86_64``, ``arm64``); empty where the cloud does not say."""
+    network: str | None = None
+    """Network performance as the cloud states it, e.g. ``Up to 12.5 Gigabit``."""
 
     @property
     def regions(self) -> tuple[str, ...]:

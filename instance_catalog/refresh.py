@@ -1,4 +1,4 @@
-"""Build the EC2 snapshot from the cloud's own API responses.
+"""Build the EC2 instance-type snapshot from the cloud's own API responses.
 
 Two sources, one shape: the live EC2 API (``DescribeInstanceTypes`` and
 ``DescribeInstanceTypeOfferings`` in every region, paginated to the end), or, with no
@@ -13,21 +13,21 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from instance_catalog.aws import DATA_FILE, Record, is_catalogued, slim
-
-USER_CATALOG_ENV_VAR = "AUTOSCALE_CATALOG_DIR"
+from instance_catalog.aws import DATA_FILE, Record, encode_zones, slim
+from instance_catalog.user_catalog import write_json
 
 IAM_ACTIONS = {
     "describe_regions": "ec2:DescribeRegions",
     "describe_instance_types": "ec2:DescribeInstanceTypes",
     "describe_instance_type_offerings": "ec2:DescribeInstanceTypeOfferings",
+    "describe_spot_price_history": "ec2:DescribeSpotPriceHistory",
+    "get_products": "pricing:GetProducts",
 }
 PERMISSION_ERROR_CODES = frozenset(
     {"UnauthorizedOperation", "AccessDenied", "AccessDeniedException", "AuthFailure"}
@@ -38,23 +38,13 @@ class CatalogRefreshError(RuntimeError):
     """The live refresh could not complete; the message says what to fix."""
 
 
-def user_catalog_dir(env: Mapping[str, str] | None = None) -> Path:
-    """Where refreshed snapshots live: ``AUTOSCALE_CATALOG_DIR`` or a per-user data folder."""
-    env = os.environ if env is None else env
-    if env.get(USER_CATALOG_ENV_VAR):
-        return Path(env[USER_CATALOG_ENV_VAR])
-    from platformdirs import user_data_dir
-
-    return Path(user_data_dir("accel-autoscaler")) / "catalog"
-
-
 def build_snapshot(
     records: Iterable[Mapping[str, Any]],
     offerings: Iterable[tuple[str, str, str]],
     source: str,
 ) -> dict[str, Any]:
     """The snapshot document from records and (instance type, region, zone) offerings."""
-    kept = {r["InstanceType"]: slim(r) for r in records if is_catalogued(r)}
+    kept = {r["InstanceType"]: slim(r) for r in records}
     zones: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
     for name, region, zone in offerings:
         if name in kept:
@@ -63,10 +53,7 @@ def build_snapshot(
         "source": source,
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "instance_types": dict(sorted(kept.items())),
-        "zones": {
-            name: {region: sorted(z) for region, z in sorted(by_region.items())}
-            for name, by_region in sorted(zones.items())
-        },
+        **encode_zones(zones),
     }
 
 
@@ -95,10 +82,10 @@ def snapshot_from_ec2(
     offerings: list[tuple[str, str, str]] = []
     for region in regions:
         client = session.client("ec2", region_name=region, endpoint_url=endpoint_url)
-        for page in _pages(client, "describe_instance_types"):
+        for page in pages(client, "describe_instance_types"):
             for record in page["InstanceTypes"]:
                 records.setdefault(record["InstanceType"], record)
-        for page in _pages(
+        for page in pages(
             client, "describe_instance_type_offerings", LocationType="availability-zone"
         ):
             offerings.extend(
@@ -114,7 +101,8 @@ def discover_regions(session: Any, endpoint_url: str | None = None) -> list[str]
     return sorted(r["RegionName"] for r in _call(client, "describe_regions")["Regions"])
 
 
-def _pages(client: Any, operation: str, **kwargs: Any) -> Iterable[dict[str, Any]]:
+def pages(client: Any, operation: str, **kwargs: Any) -> Iterable[dict[str, Any]]:
+    """Every page of ``operation``; a failure names the IAM action it needs."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
@@ -147,14 +135,6 @@ def _refresh_error(operation: str, err: Any) -> CatalogRefreshError:
     return CatalogRefreshError(f"{action} failed with {code}: {message}")
 
 
-def write_snapshot(snapshot: Mapping[str, Any], path: Path) -> None:
-    """Write atomically, so a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(snapshot, separators=(",", ":"), sort_keys=False) + "\n")
-    tmp.replace(path)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description="Build the bundled EC2 catalog snapshot.")
     parser.add_argument("--from-moto", action="store_true", help="use moto's shipped data")
@@ -166,7 +146,7 @@ def main() -> None:
         import boto3
 
         snapshot = snapshot_from_ec2(boto3.session.Session())
-    write_snapshot(snapshot, args.output)
+    write_json(snapshot, args.output)
     print(f"wrote {len(snapshot['instance_types'])} instance types to {args.output}")
 
 

@@ -9,8 +9,9 @@ Two variables restrict devices, in layers. ``ROCR_VISIBLE_DEVICES`` (the ROCr ru
 the physical GPUs first, by index or ``GPU-<unique id>`` UUID; HIP then numbers what is left
 from 0, and ``HIP_VISIBLE_DEVICES`` (or ``CUDA_VISIBLE_DEVICES``, which HIP also honours)
 indexes into that. So device ids here are HIP ids: relative to ROCR when it is set. A worker
-gets only ``HIP_VISIBLE_DEVICES``; an inherited ``ROCR_VISIBLE_DEVICES`` is left as it is, so
-both layers keep agreeing.
+gets only ``HIP_VISIBLE_DEVICES`` (as current Ray sets it; Ray's documentation shows
+``ROCR_VISIBLE_DEVICES``, which older Ray set); an inherited ``ROCR_VISIBLE_DEVICES`` is left
+as it is, so both layers keep agreeing. The opt-out variables of both are honoured.
 """
 
 from __future__ import annotations
@@ -82,6 +83,15 @@ class AmdGpu(AcceleratorFamily):
         if ROCR_VISIBLE_DEVICES in probe.env:
             devices = _rocr_filter(devices, parse_id_list(probe.env[ROCR_VISIBLE_DEVICES]))
         return [replace(device, index=i, id=str(i)) for i, device in enumerate(devices)]
+
+    @property
+    def noset_env_vars(self) -> tuple[str, ...]:
+        """HIP's opt-outs, plus ROCR's for deployments written for Ray's ROCR-setting days."""
+        return (
+            *super().noset_env_vars,
+            f"AUTOSCALE_NOSET_{ROCR_VISIBLE_DEVICES}",
+            f"RAY_EXPERIMENTAL_NOSET_{ROCR_VISIBLE_DEVICES}",
+        )
 
     def visible_ids(self, env: Mapping[str, str]) -> list[str] | None:
         """``HIP_VISIBLE_DEVICES``, else ``CUDA_VISIBLE_DEVICES`` (HIP honours both)."""

@@ -101,6 +101,10 @@ class AcceleratorFamily(ABC):
             return None
         return parse_id_list(env[self.visible_env_var])
 
+    def visible_env_warnings(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        """Problems with the visible-device variables (e.g. a value that cannot be parsed)."""
+        return ()
+
     def extra_resources(
         self, probe: HostProbe, devices: Sequence[Device]
     ) -> tuple[dict[str, float], dict[str, str]]:
@@ -117,9 +121,9 @@ class AcceleratorFamily(ABC):
             return None
         devices = [replace(device, index=position) for position, device in enumerate(devices)]
         tokens = common_tokens([d.accelerator_type for d in devices])
-        warnings: tuple[str, ...] = ()
+        warnings = self.visible_env_warnings(probe.env)
         if len({d.accelerator_type for d in devices}) > 1:
-            warnings = (
+            warnings += (
                 f"{self.display_name}: mixed models on one node "
                 f"({', '.join(sorted({d.model for d in devices}))}); "
                 f"advertising only the tokens they share: {list(tokens) or 'none'}",

@@ -7,9 +7,11 @@ uses with ``ZE_ENABLE_PCI_ID_DEVICE_ORDER``.
 
 Two variables restrict devices, in layers. ``ZE_AFFINITY_MASK`` (the Level Zero driver) keeps
 some devices first and the runtime numbers what is left from 0; ``ONEAPI_DEVICE_SELECTOR``
-(the SYCL runtime, syntax ``[!]backend:devices;...``) indexes into that. A worker gets
-``ONEAPI_DEVICE_SELECTOR=level_zero:<ids>`` as Ray sets it; an inherited ``ZE_AFFINITY_MASK``
-is left as it is.
+(the SYCL runtime, syntax ``[!]backend:devices;...``) indexes into that. A term without a
+backend (``1,3``, as Ray's documentation writes it) means Level Zero, as Ray reads it. A
+selector that cannot be parsed is ignored with a warning, never taken to mean "no GPUs". A
+worker gets ``ONEAPI_DEVICE_SELECTOR=level_zero:<ids>`` as Ray sets it; an inherited
+``ZE_AFFINITY_MASK`` is left as it is.
 
 Ids are whole cards. A multi-tile card (Max 1550: two stacks) is one device here; its tile
 count is in ``details["tiles"]``.
@@ -17,14 +19,16 @@ count is in ``details["tiles"]``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from accel.families.base import NO_DEVICE_MARKERS, AcceleratorFamily, Device
 from accel.families.sysfs import linked_pci_address, numbered_nodes, read_hex
 from accel.families.values import bytes_to_mib, parse_int, pci_address
 from accel.probe import HostProbe, natural_key
+from accel.user_input import brief
 
 INTEL_VENDOR_ID = 0x8086
 DISPLAY_CLASS = 0x03
@@ -32,6 +36,15 @@ INTEGRATED_GPU_ADDRESS = "0000:00:02.0"
 ONEAPI_DEVICE_SELECTOR = "ONEAPI_DEVICE_SELECTOR"
 ZE_AFFINITY_MASK = "ZE_AFFINITY_MASK"
 LEVEL_ZERO_BACKENDS = frozenset({"level_zero", "ext_oneapi_level_zero", "*"})
+SYCL_BACKENDS = LEVEL_ZERO_BACKENDS | {
+    "opencl",
+    "cuda",
+    "hip",
+    "ext_oneapi_cuda",
+    "ext_oneapi_hip",
+    "native_cpu",
+}
+_DEVICE_SPEC = re.compile(r"^(?:\*|gpu|cpu|fpga|acc|\d+(?:\.(?:\d+|\*)){0,2})$")
 ALL_DEVICES = frozenset({"*", "gpu"})
 NO_GPU_SELECTOR = "!*:gpu"
 """Selector for a worker given no GPU: every backend's GPUs excluded."""
@@ -76,7 +89,7 @@ class IntelGpu(AcceleratorFamily):
             wanted = _root_ids(mask.split(","))
             devices = [devices[int(i)] for i in wanted if int(i) < len(devices)]
         devices = [replace(d, index=i, id=str(i)) for i, d in enumerate(devices)]
-        excluded = _excluded_ids(probe.env.get(ONEAPI_DEVICE_SELECTOR, ""))
+        excluded = _excluded_ids(_selector_terms(probe.env))
         if excluded is None:
             return []
         return [d for d in devices if d.id not in excluded]
@@ -85,13 +98,22 @@ class IntelGpu(AcceleratorFamily):
         """Level Zero ids the selector keeps; ``None`` when unset or selecting every GPU."""
         if ONEAPI_DEVICE_SELECTOR not in env:
             return None
-        value = env[ONEAPI_DEVICE_SELECTOR].strip()
-        if value in NO_DEVICE_MARKERS:
+        if env[ONEAPI_DEVICE_SELECTOR].strip() in NO_DEVICE_MARKERS:
             return []
-        terms = [t.strip() for t in value.split(";") if t.strip()]
-        if terms and all(t.startswith("!") for t in terms):
-            return None  # only exclusions: every other device stays (applied at probe time)
-        return _selected_ids(value)
+        return _selected_ids(_selector_terms(env))
+
+    def visible_env_warnings(self, env: Mapping[str, str]) -> tuple[str, ...]:
+        value = env.get(ONEAPI_DEVICE_SELECTOR, "").strip()
+        if value in NO_DEVICE_MARKERS:
+            return ()
+        try:
+            parse_selector(value)
+        except ValueError as err:
+            return (
+                f"{ONEAPI_DEVICE_SELECTOR}={brief(value)} is ignored: {err} (expected e.g. "
+                "level_zero:0,1 or 0,1); every Intel GPU stays visible",
+            )
+        return ()
 
     def visible_devices_env(
         self, ids: Sequence[str], node_device_count: int
@@ -147,34 +169,69 @@ def _memory_mib(probe: HostProbe, card_dir: str) -> int | None:
     return bytes_to_mib(total)
 
 
-def _terms(value: str, negative: bool) -> list[list[str]]:
-    """Device specs of the Level Zero terms of a selector, positive or ``!`` negative ones."""
-    found: list[list[str]] = []
-    for term in value.split(";"):
-        term = term.strip()
-        backend, sep, devices = term.lstrip("!").partition(":")
-        if term.startswith("!") == negative and sep and backend.lower() in LEVEL_ZERO_BACKENDS:
-            found.append([s.strip().lower() for s in devices.split(",") if s.strip()])
-    return found
+@dataclass(frozen=True)
+class SelectorTerm:
+    """One ``[!]backend:devices`` term of ``ONEAPI_DEVICE_SELECTOR``."""
+
+    negative: bool
+    level_zero: bool
+    specs: tuple[str, ...]
 
 
-def _selected_ids(value: str) -> list[str] | None:
+def parse_selector(value: str) -> list[SelectorTerm]:
+    """The selector's terms; raises ``ValueError`` naming the first one it cannot read."""
+    terms: list[SelectorTerm] = []
+    for raw in value.split(";"):
+        text = raw.strip()
+        if not text:
+            continue
+        body = text.removeprefix("!")
+        backend, sep, devices = body.partition(":")
+        if not sep:
+            backend, devices = "level_zero", body
+        backend = backend.strip().lower()
+        if backend not in SYCL_BACKENDS:
+            raise ValueError(f"unknown backend {brief(backend)}")
+        specs = tuple(spec.strip().lower() for spec in devices.split(","))
+        for spec in specs:
+            if not _DEVICE_SPEC.match(spec):
+                raise ValueError(f"cannot read device {brief(spec)}")
+        terms.append(SelectorTerm(text.startswith("!"), backend in LEVEL_ZERO_BACKENDS, specs))
+    return terms
+
+
+def _selector_terms(env: Mapping[str, str]) -> list[SelectorTerm]:
+    """Terms of the selector in ``env``; none when unset or unreadable (see the warning)."""
+    try:
+        return parse_selector(env.get(ONEAPI_DEVICE_SELECTOR, ""))
+    except ValueError:
+        return []
+
+
+def _selected_ids(terms: Sequence[SelectorTerm]) -> list[str] | None:
     """Ids the positive terms select, in selector order; ``None`` for "every GPU"."""
+    positive = [term for term in terms if not term.negative]
+    if not positive:
+        return None  # only exclusions: every other device stays (applied at probe time)
     ids: list[str] = []
-    for specs in _terms(value, negative=False):
-        if ALL_DEVICES.intersection(specs):
+    for term in positive:
+        if not term.level_zero:
+            continue
+        if ALL_DEVICES.intersection(term.specs):
             return None
-        ids.extend(_root_ids(specs))
+        ids.extend(_root_ids(term.specs))
     return list(dict.fromkeys(ids))
 
 
-def _excluded_ids(value: str) -> set[str] | None:
+def _excluded_ids(terms: Sequence[SelectorTerm]) -> set[str] | None:
     """Ids the ``!`` terms exclude; ``None`` when they exclude every GPU."""
     ids: set[str] = set()
-    for specs in _terms(value, negative=True):
-        if ALL_DEVICES.intersection(specs):
+    for term in terms:
+        if not (term.negative and term.level_zero):
+            continue
+        if ALL_DEVICES.intersection(term.specs):
             return None
-        ids.update(_root_ids(specs))
+        ids.update(_root_ids(term.specs))
     return ids
 
 

@@ -12,13 +12,27 @@ import sys
 
 import click
 
+from accel.user_input import clip
 from autoscaler.cli.lazy import LazyGroup
 
 DEBUG_ENV_VAR = "AUTOSCALE_DEBUG"
+MAX_ERROR_LINE = 500
+"""Characters of one error-message line; click quotes bad option values whole."""
+
+
+class RootGroup(LazyGroup):
+    """The ``autoscale`` group: no error line, whoever wrote it, echoes huge input whole."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as err:
+            err.message = "\n".join(clip(line, MAX_ERROR_LINE) for line in err.message.split("\n"))
+            raise
 
 
 @click.group(
-    cls=LazyGroup,
+    cls=RootGroup,
     lazy_subcommands={
         "node": "autoscaler.cli.node:node",
         "catalog": "autoscaler.cli.catalog:catalog",

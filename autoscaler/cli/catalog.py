@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from accel.user_input import clip
 from autoscaler.cli.output import print_json, print_table
+from instance_catalog.live_refresh import REFRESHERS
+from instance_catalog.model import CLOUDS
 
 if TYPE_CHECKING:
     from instance_catalog.catalog import Offer
     from instance_catalog.model import InstanceType
 
-CLOUD_CHOICE = click.Choice(["aws", "gcp"])
+CLOUD_CHOICE = click.Choice(CLOUDS)
 
 
 @click.group()
@@ -20,12 +24,22 @@ def catalog() -> None:
     """Instance types on AWS and GCP: accelerators, resources, prices."""
 
 
-def _price_fields(offer: Offer, region: str | None) -> dict[str, Any]:
+def _price_fields(offer: Offer, region: str | None, today: date) -> dict[str, Any]:
+    """Prices in ``region`` (else the cheapest), and the day the on-demand one was taken."""
+    price_region = region or _cheapest_region(offer.instance_type)
+    price = offer.instance_type.prices.get(price_region) if price_region else None
+    as_of = price.as_of if price else None
     return {
         "price_per_hour": offer.price(region),
         "spot_price_per_hour": offer.price(region, spot=True),
-        "price_region": region or _cheapest_region(offer.instance_type),
+        "price_region": price_region,
+        "price_as_of": as_of,
+        "price_age_days": (today - date.fromisoformat(as_of)).days if as_of else None,
     }
+
+
+def _today() -> date:
+    return datetime.now(timezone.utc).date()
 
 
 def _cheapest_region(entry: InstanceType) -> str | None:
@@ -33,7 +47,7 @@ def _cheapest_region(entry: InstanceType) -> str | None:
     return min(priced)[1] if priced else None
 
 
-def offer_dict(offer: Offer, region: str | None) -> dict[str, Any]:
+def offer_dict(offer: Offer, region: str | None, today: date) -> dict[str, Any]:
     entry = offer.instance_type
     accelerator = offer.accelerator
     data: dict[str, Any] = {
@@ -41,9 +55,11 @@ def offer_dict(offer: Offer, region: str | None) -> dict[str, Any]:
         "cloud": entry.cloud,
         "vcpus": entry.vcpus,
         "memory_mib": entry.memory_mib,
+        "architectures": list(entry.architectures),
+        "network": entry.network,
         "accelerator": accelerator.to_dict() if accelerator else None,
         "resources": offer.resources(),
-        **_price_fields(offer, region),
+        **_price_fields(offer, region, today),
         "regions": list(entry.regions),
     }
     if entry.tpu is not None:
@@ -77,13 +93,17 @@ def show(instance_type: str, cloud: str | None, region: str | None, as_json: boo
         raise click.ClickException(str(err)) from err
     if region is not None and region not in entry.regions:
         raise click.ClickException(
-            f"{entry.name} is not offered in {region}; regions: {', '.join(entry.regions)}"
+            f"{entry.name} is not offered in {clip(region)}; regions: {', '.join(entry.regions)}"
         )
-    data = offer_dict(Offer(entry), region)
+    data = offer_dict(Offer(entry), region, _today())
     if as_json:
         print_json(data)
         return
-    rows = [(k, v) for k, v in data.items() if k not in ("resources", "accelerator", "regions")]
+    rows = [
+        (k, ", ".join(v) if k == "architectures" else v)
+        for k, v in data.items()
+        if k not in ("resources", "accelerator", "regions")
+    ]
     if data["accelerator"]:
         rows += [(f"accelerator.{k}", v) for k, v in data["accelerator"].items()]
     rows += [(f"resources.{k}", v) for k, v in data["resources"].items()]
@@ -109,7 +129,8 @@ def list_(cloud: str | None, accelerator_text: str | None, region: str | None, a
             raise click.UsageError(str(err)) from err
     offers = _load().offers(cloud=cloud, accelerator=query, region=region)
     if as_json:
-        print_json([offer_dict(offer, region) for offer in offers])
+        today = _today()
+        print_json([offer_dict(offer, region, today) for offer in offers])
         return
     if not offers:
         click.echo("No instance types match.")
@@ -136,37 +157,30 @@ def _row(offer: Offer, region: str | None) -> tuple[Any, ...]:
 
 
 @catalog.command()
-@click.option("--cloud", type=click.Choice(["aws"]), required=True, help="Cloud to refresh.")
+@click.option(
+    "--cloud", type=click.Choice(sorted(REFRESHERS)), required=True, help="Cloud to refresh."
+)
 @click.option("--region", "regions", multiple=True, help="Only these regions (repeatable).")
-@click.option("--endpoint-url", help="EC2 endpoint (VPC endpoint, LocalStack, emulator).")
-def refresh(cloud: str, regions: tuple[str, ...], endpoint_url: str | None) -> None:
-    """Rebuild the EC2 catalog from the live API (needs AWS credentials)."""
-    import boto3
+@click.option("--prices", is_flag=True, help="Refresh on-demand and spot prices, not types.")
+@click.option("--endpoint-url", help="Compute API endpoint (VPC endpoint, LocalStack, emulator).")
+@click.option("--pricing-endpoint-url", help="Price list API endpoint (with --prices).")
+def refresh(
+    cloud: str,
+    regions: tuple[str, ...],
+    prices: bool,
+    endpoint_url: str | None,
+    pricing_endpoint_url: str | None,
+) -> None:
+    """Rebuild a cloud's catalog, or its prices, from its live APIs (needs credentials)."""
+    from instance_catalog.live_refresh import RefreshRequest
+    from instance_catalog.refresh import CatalogRefreshError
 
-    from instance_catalog.aws import DATA_FILE, unresolved_accelerators
-    from instance_catalog.refresh import (
-        CatalogRefreshError,
-        snapshot_from_ec2,
-        user_catalog_dir,
-        write_snapshot,
-    )
-
-    session = boto3.session.Session()
-    if session.get_credentials() is None:
-        raise click.ClickException(
-            "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID/"
-            "AWS_SECRET_ACCESS_KEY (the bundled catalog keeps working without them)"
-        )
+    request = RefreshRequest(regions, prices, endpoint_url, pricing_endpoint_url)
     try:
-        snapshot = snapshot_from_ec2(session, regions or None, endpoint_url=endpoint_url)
+        report = REFRESHERS[cloud](request)
     except CatalogRefreshError as err:
         raise click.ClickException(str(err)) from err
-    path = user_catalog_dir() / DATA_FILE
-    write_snapshot(snapshot, path)
-    click.echo(f"{len(snapshot['instance_types'])} instance types written to {path}")
-    for name, cloud_name in unresolved_accelerators(snapshot["instance_types"]):
-        click.echo(
-            f"warning: {name}: accelerator {cloud_name!r} has no canonical name; "
-            "add an entry to the override file",
-            err=True,
-        )
+    for line in report.lines:
+        click.echo(line)
+    for warning in report.warnings:
+        click.echo(f"warning: {warning}", err=True)

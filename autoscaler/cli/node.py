@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import click
@@ -32,6 +33,7 @@ from autoscaler.cli.output import format_bytes, format_quantity, print_json, pri
 ASSIGNED_ENV_VAR = "AUTOSCALE_ASSIGNED"
 LEASE_ENV_VAR = "AUTOSCALE_LEASE_ID"
 WAIT_POLL_S = 0.2
+PR_SET_PDEATHSIG = 1
 
 
 @click.group()
@@ -118,6 +120,8 @@ def _print_inventory(inventory: NodeInventory) -> None:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(request_json: str, wait_s: float, command: tuple[str, ...]) -> None:
     """Run COMMAND with devices from the node-wide ledger (use `--` before COMMAND)."""
+    if math.isnan(wait_s):
+        raise click.BadParameter("must be a number of seconds, got nan", param_hint="--wait")
     try:
         request = parse_resources_json(request_json, source="--resources")
     except InvalidOverrideError as err:
@@ -180,7 +184,7 @@ def _run_with_lease(
 
     env = worker_environment(inventory, lease, os.environ)
     try:
-        child = subprocess.Popen(list(command), env=env)
+        child = subprocess.Popen(list(command), env=env, preexec_fn=_dies_with_this_process())
     except FileNotFoundError as err:
         raise click.ClickException(f"command not found: {command[0]}") from err
     except PermissionError as err:
@@ -195,6 +199,29 @@ def _run_with_lease(
     finally:
         for sig, previous in forwarded.items():
             signal.signal(sig, previous)
+
+
+def _dies_with_this_process() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child die (SIGKILL) when this process dies (Linux).
+
+    Ray's rule: a worker's process dies with it, so a killed runner frees its devices. The
+    child asks the kernel for a parent-death signal, then checks that its parent did not die
+    before the request was in place. Elsewhere the ledger still reclaims the lease once every
+    holder has exited.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before fork, not in the child
+    parent = os.getpid()
+
+    def set_parent_death_signal() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return set_parent_death_signal
 
 
 @node.command()

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from accel.suggest import brief, did_you_mean
+from accel.user_input import brief, did_you_mean
 from autoscaler.config.schema import model_at
 
 MAX_LINES = 10

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from accel.suggest import brief, did_you_mean
+from accel.user_input import brief, did_you_mean
 from providers import CLOUDS
 
 Commands = list[str]

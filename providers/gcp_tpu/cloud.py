@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from accel.suggest import did_you_mean
 from accel.tpu_generations import GENERATIONS, generation
+from accel.user_input import did_you_mean
 from instance_catalog.catalog import Offer
 from instance_catalog.model import Accelerator, InstanceType
 from providers.base import ON_DEMAND, SPOT, Cloud, NodeTypeOffering

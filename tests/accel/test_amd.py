@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from accel.families.amd import AmdGpu
 from tests.fakes.gpu_trees import amd_uuid_int, install_amd
 
@@ -78,6 +80,16 @@ def test_rocr_filters_first_and_hip_indexes_what_is_left(fake_host):
     assert [(d.id, d.details["kfd_node"]) for d in found.devices] == [("1", 7)]
 
 
+def test_seed_rocr_example_sees_devices_1_and_3(fake_host):
+    """``ROCR_VISIBLE_DEVICES=1,3 ray start --num-gpus=2`` lets Ray see devices 1 and 3."""
+    install_amd(fake_host, count=4)
+    all_nodes = [d.details["kfd_node"] for d in amd.detect(fake_host.probe()).devices]
+    fake_host.env["ROCR_VISIBLE_DEVICES"] = "1,3"
+    found = amd.detect(fake_host.probe())
+    assert [d.details["kfd_node"] for d in found.devices] == [all_nodes[1], all_nodes[3]]
+    assert amd.worker_env(["1"], found.count, fake_host.env) == {"HIP_VISIBLE_DEVICES": "1"}
+
+
 def test_rocr_accepts_uuids(fake_host):
     install_amd(fake_host, count=4)
     fake_host.env["ROCR_VISIBLE_DEVICES"] = f"GPU-{amd_uuid_int(3):016x}"
@@ -100,9 +112,18 @@ def test_worker_env_sets_only_hip(fake_host):
     assert amd.worker_env(["1"], 4, env) == {"HIP_VISIBLE_DEVICES": "1"}
 
 
-def test_noset_opt_out():
-    assert amd.worker_env(["0"], 8, {"RAY_EXPERIMENTAL_NOSET_HIP_VISIBLE_DEVICES": "1"}) == {}
-    assert amd.worker_env(["0"], 8, {"AUTOSCALE_NOSET_HIP_VISIBLE_DEVICES": "1"}) == {}
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "RAY_EXPERIMENTAL_NOSET_HIP_VISIBLE_DEVICES",
+        "AUTOSCALE_NOSET_HIP_VISIBLE_DEVICES",
+        "RAY_EXPERIMENTAL_NOSET_ROCR_VISIBLE_DEVICES",
+        "AUTOSCALE_NOSET_ROCR_VISIBLE_DEVICES",
+    ],
+)
+def test_noset_opt_out(variable):
+    assert amd.worker_env(["0"], 8, {variable: "1"}) == {}
+    assert amd.worker_env(["0"], 8, {variable: ""}) == {"HIP_VISIBLE_DEVICES": "0"}
 
 
 def test_fractions_allowed_and_invalid_quantities_rejected():

@@ -59,6 +59,8 @@ def test_only_integrated_gpu_means_none(fake_host):
     ("selector", "ids"),
     [
         ("level_zero:1,3", ["1", "3"]),
+        ("1,3", ["1", "3"]),  # bare ids, as Ray's documentation writes them
+        ("!2", ["0", "1", "3"]),
         ("level_zero:3,1", ["3", "1"]),
         ("level_zero:2.0,2.1", ["2"]),
         ("level_zero:gpu", ["0", "1", "2", "3"]),
@@ -75,6 +77,23 @@ def test_oneapi_device_selector(fake_host, selector, ids):
     fake_host.env["ONEAPI_DEVICE_SELECTOR"] = selector
     found = intel.detect(fake_host.probe())
     assert ([d.id for d in found.devices] if found else []) == ids
+
+
+@pytest.mark.parametrize("selector", ["levelzero:1", "level_zero:one", "1;;level_zero:", "x"])
+def test_unreadable_selector_is_ignored_with_a_warning(fake_host, selector):
+    install_intel_gpu(fake_host, count=4)
+    fake_host.env["ONEAPI_DEVICE_SELECTOR"] = selector
+    found = intel.detect(fake_host.probe())
+    assert [d.id for d in found.devices] == ["0", "1", "2", "3"]
+    (warning,) = found.warnings
+    assert warning.startswith(f"ONEAPI_DEVICE_SELECTOR={selector!r} is ignored: ")
+    assert "every Intel GPU stays visible" in warning
+
+
+def test_readable_selectors_warn_nothing(fake_host):
+    install_intel_gpu(fake_host, count=4)
+    fake_host.env["ONEAPI_DEVICE_SELECTOR"] = "opencl:cpu;level_zero:0.*,2"
+    assert intel.detect(fake_host.probe()).warnings == ()
 
 
 def test_empty_and_nodevfiles_mean_no_gpus(fake_host):

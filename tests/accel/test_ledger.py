@@ -56,6 +56,9 @@ def test_scalar_resources_are_accounted(tmp_path, me):
         ({"GPU": -1}, "must not be negative"),
         ({"TPU": 1}, "this node has no TPU devices"),
         ({"CPUS": 1}, "did you mean CPU"),
+        ({"GPU": 1, "neuron_cores": 2}, "GPU and neuron_cores cannot be requested together"),
+        ({"GPU": float("nan")}, "GPU quantity must be a finite number"),
+        ({"CPU": float("inf")}, "CPU quantity must be a finite number"),
     ],
 )
 def test_invalid_requests_say_why(tmp_path, me, request_, message):

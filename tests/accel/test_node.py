@@ -98,6 +98,11 @@ def test_resources_override_adds_custom_and_accelerator_resources():
     [
         ({"GPU": -1}, "must not be negative"),
         ({"GPU": 1.5}, "whole number of devices"),
+        ({"GPU": float("nan")}, "'GPU' must be a finite number, got nan"),
+        ({"TPU": float("inf")}, "'TPU' must be a finite number, got inf"),
+        ({"GPU": 1e308}, r"'GPU' must be at most 1e\+14"),
+        ({"GPU": 2000}, "GPU must be at most 1024 devices"),
+        ({"my-license": 1e15}, r"'my-license' must be at most 1e\+14"),
     ],
 )
 def test_invalid_overrides_are_rejected(overrides, message):
@@ -111,11 +116,36 @@ def test_invalid_overrides_are_rejected(overrides, message):
         ("[1, 2]", "expected a JSON object"),
         ('{"GPU": true}', "'GPU' must be a number"),
         ("{oops", "not valid JSON"),
+        ('{"GPU": NaN}', "'GPU' must be a finite number"),
+        ('{"GPU": 1e999}', "'GPU' must be a finite number, got inf"),
+        ('{"GPU": 1e308, "TPU": 4}', "'GPU' must be at most 1e\\+14, got 1e\\+308"),
+        ('{"GPU": 100000000000000000000000}', "'GPU' must be at most"),
+        ('{"GPU": 1' + "0" * 5000 + "}", "a number has too many digits"),
+        ("[" * 100_000, "nested too deeply"),
+        ('{"": 1}', "a resource name must not be empty"),
     ],
 )
 def test_override_variable_errors_name_the_variable(raw, message):
     with pytest.raises(InvalidOverrideError, match=f"AUTOSCALE_NODE_RESOURCES: .*{message}"):
         overrides_from_env({"AUTOSCALE_NODE_RESOURCES": raw})
+
+
+def test_a_huge_resource_name_is_quoted_briefly():
+    name = "x" * 100_000
+    with pytest.raises(InvalidOverrideError) as caught:
+        overrides_from_env({"AUTOSCALE_NODE_RESOURCES": f'{{"{name}": 1}}'})
+    assert len(str(caught.value)) < 200
+    assert "(100000 chars) is longer than 256 characters" in str(caught.value)
+
+
+def test_logical_devices_beyond_the_physical_get_the_next_free_ids():
+    detected = NodeInventory(
+        {"CPU": 1.0, "GPU": 2.0}, pools={"GPU": DevicePool("GPU", "nvidia", ("1", "3"), 2)}
+    )
+    pool = apply_overrides(detected, resources={"GPU": 1024}).pools["GPU"]
+    assert pool.ids[:4] == ("1", "3", "0", "2")
+    assert len(set(pool.ids)) == 1024
+    assert pool.physical_count == 2
 
 
 def test_ray_start_args_carry_every_resource():

@@ -138,3 +138,99 @@ def test_refresh_against_the_ec2_api_then_queries_use_it(tmp_path, moto_server):
     shown = json.loads(autoscale("catalog", "show", "p4d.24xlarge", "--json", env=env).stdout)
     assert shown["regions"] == ["us-east-1"]
     assert shown["accelerator"]["count"] == 8
+
+
+def _plan(tmp_path, config: dict, bundles: str) -> dict:
+    import yaml
+    from click.testing import CliRunner
+
+    from autoscaler.cli import cli
+
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(config))
+    done = CliRunner().invoke(cli, ["plan", str(path), "--bundles", bundles, "--json"])
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output)
+
+
+def test_ray_multi_node_style_cluster_on_m4_xlarge_plans(tmp_path):
+    config = {
+        "cluster_name": "multi-node-type",
+        "max_workers": 10,
+        "provider": {"type": "aws", "region": "us-west-2"},
+        "available_node_types": {
+            "head_node": {"node_config": {"InstanceType": "m4.xlarge"}, "resources": {}},
+            "cpu_4_ondemand": {
+                "node_config": {"InstanceType": "m4.xlarge"},
+                "resources": {"CPU": 4},
+                "min_workers": 0,
+                "max_workers": 5,
+            },
+        },
+        "head_node_type": "head_node",
+    }
+    plan = _plan(tmp_path, config, '[{"CPU": 4}, {"CPU": 4}, {"CPU": 4}]')
+    assert plan["launch"] == {"cpu_4_ondemand": 2}  # one bundle fits on the head
+    assert plan["infeasible"] == []
+
+
+def test_every_ec2_instance_family_plans_as_a_node_type(tmp_path):
+    from instance_catalog.catalog import load_catalog
+
+    first_of_family: dict[str, str] = {}
+    for entry in sorted(load_catalog().entries("aws"), key=lambda e: e.name):
+        first_of_family.setdefault(entry.name.split(".")[0], entry.name)
+    assert len(first_of_family) > 150
+    node_types = {
+        f"w-{family}": {"node_config": {"InstanceType": name}, "max_workers": 1}
+        for family, name in first_of_family.items()
+    }
+    node_types["head"] = {"node_config": {"InstanceType": "m4.xlarge"}, "resources": {"CPU": 0}}
+    config = {
+        "cluster_name": "every-family",
+        "max_workers": 1000,
+        "provider": {"type": "aws", "region": "us-east-1"},
+        "available_node_types": node_types,
+        "head_node_type": "head",
+    }
+    plan = _plan(tmp_path, config, '[{"CPU": 1}]')
+    assert sum(plan["launch"].values()) == 1
+    assert plan["infeasible"] == []
+
+
+def test_refresh_prices_then_show_says_how_old_each_price_is(tmp_path):
+    from datetime import date, datetime, timezone
+
+    from instance_catalog.prices import snapshot_info
+    from tests.fakes.aws_replay import load_recordings, replay_server
+
+    env = dict(os.environ)
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+        AUTOSCALE_CATALOG_DIR=str(tmp_path),
+    )
+    regions = ["--region", "us-east-1", "--region", "us-west-2"]
+    with replay_server(load_recordings()) as (url, _):
+        done = autoscale(
+            *("catalog", "refresh", "--cloud", "aws", "--prices", *regions),
+            *("--endpoint-url", url, "--pricing-endpoint-url", url),
+            env=env,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "4 on-demand and 3 spot prices in 2 region(s) written to" in done.stdout
+    today = datetime.now(timezone.utc).date()
+
+    def show(*args: str) -> dict:
+        return json.loads(autoscale("catalog", "show", *args, "--json", env=env).stdout)
+
+    fresh = show("p5.48xlarge", "--region", "us-east-1")
+    assert (fresh["price_per_hour"], fresh["spot_price_per_hour"]) == (55.04, 11.9873)
+    assert (fresh["price_as_of"], fresh["price_age_days"]) == (today.isoformat(), 0)
+    bundled = show("p5.48xlarge", "--region", "us-west-2")  # not in that region's refresh
+    assert bundled["price_per_hour"] == 98.32
+    snapshot_date = snapshot_info()["aws"]["date"]
+    assert bundled["price_as_of"] == snapshot_date
+    assert bundled["price_age_days"] == (today - date.fromisoformat(snapshot_date)).days
+    assert "price_age_days" in autoscale("catalog", "show", "m4.xlarge", env=env).stdout

@@ -3,13 +3,11 @@
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 
@@ -27,13 +25,18 @@ def node_env(tmp_path) -> dict[str, str]:
     return env
 
 
-def autoscale(*args: str, env: dict[str, str], **kwargs) -> subprocess.CompletedProcess:
+AUTOSCALE = (sys.executable, "-m", "autoscaler")
+
+
+def autoscale(
+    *args: str, env: dict[str, str], timeout: float = 60, **kwargs
+) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "autoscaler", *args],
+        [*AUTOSCALE, *args],
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
         **kwargs,
     )
 
@@ -101,6 +104,11 @@ def test_run_exits_with_the_workload_exit_code(node_env):
         (["--resources", '{"GPU": 1.5}'], "above 1 must be whole numbers"),
         (["--resources", '{"GPU": 9}'], "9 requested but this node has only 4"),
         (["--resources", '{"HPU": 1}'], "this node has no HPU devices"),
+        (
+            ["--resources", '{"GPU": 1, "neuron_cores": 2}'],
+            "GPU and neuron_cores cannot be requested together",
+        ),
+        (["--resources", '{"GPU": NaN}'], "'GPU' must be a finite number"),
     ],
 )
 def test_bad_requests_fail_clearly_without_traceback(node_env, args, message):
@@ -117,6 +125,30 @@ def test_bad_override_variable_fails_clearly(node_env):
     assert "AUTOSCALE_NODE_RESOURCES: 'GPU' must be a number" in done.stderr
 
 
+def test_huge_override_variable_fails_at_once(node_env):
+    node_env["AUTOSCALE_NODE_RESOURCES"] = '{"GPU": 1e308, "TPU": 4}'
+    done = autoscale("node", "run", "--", "true", env=node_env, timeout=10)
+    assert done.returncode == 2
+    assert "AUTOSCALE_NODE_RESOURCES: 'GPU' must be at most 1e+14, got 1e+308" in done.stderr
+
+
+def test_seed_oneapi_selector_with_bare_ids_selects_intel_gpus_1_and_3(node_env):
+    """``ONEAPI_DEVICE_SELECTOR=1,3 ray start --num-gpus=2`` lets Ray see devices 1 and 3."""
+    from tests.fakes.gpu_trees import install_intel_gpu
+    from tests.fakes.host import FakeHost
+
+    install_intel_gpu(FakeHost(Path(node_env["AUTOSCALE_HOST_ROOT"])), count=4)
+    del node_env["AUTOSCALE_NODE_RESOURCES"]
+    node_env["ONEAPI_DEVICE_SELECTOR"] = "1,3"
+    report = json.loads(autoscale("node", "detect", "--json", env=node_env).stdout)
+    assert report["resources"]["GPU"] == 2
+    assert report["device_pools"]["GPU"]["ids"] == ["1", "3"]
+    node_env["ONEAPI_DEVICE_SELECTOR"] = "levelzero:1"
+    done = autoscale("node", "detect", "--json", env=node_env)
+    assert json.loads(done.stdout)["resources"]["GPU"] == 4
+    assert "warning: ONEAPI_DEVICE_SELECTOR='levelzero:1' is ignored" in done.stderr
+
+
 def test_missing_command_is_reported_and_lease_released(node_env):
     done = autoscale("node", "run", "--resources", '{"GPU": 4}', "--", "no-such-cmd", env=node_env)
     assert done.returncode == 1
@@ -126,33 +158,32 @@ def test_missing_command_is_reported_and_lease_released(node_env):
 
 
 def test_busy_devices_fail_fast_or_wait(node_env, tmp_path):
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "autoscaler",
-            "node",
-            "run",
-            "--resources",
-            '{"GPU": 4}',
-            "--",
-            sys.executable,
-            "-c",
-            "import time; time.sleep(1.5)",
-        ],
-        env=node_env,
-    )
+    release = tmp_path / "release"
+    holder = _hold(node_env, '{"GPU": 4}', release)
     try:
         _wait_for_leases(node_env, 1)
         busy = autoscale("node", "run", "--resources", '{"GPU": 1}', "--", "true", env=node_env)
         assert busy.returncode == 1
         assert "not enough free resources" in busy.stderr
-        waited = autoscale(
-            "node", "run", "--wait", "30", "--resources", '{"GPU": 1}', "--", "true", env=node_env
+        waiter = subprocess.Popen(
+            [*AUTOSCALE, "node", "run", "--wait", "30", "--resources", '{"GPU": 1}', "--", "true"],
+            env=node_env,
         )
-        assert waited.returncode == 0, waited.stderr
+        assert waiter.poll() is None  # the four GPUs are still held
+        release.touch()
+        assert waiter.wait(timeout=30) == 0
     finally:
+        release.touch()
         holder.wait(timeout=30)
+
+
+def _hold(env: dict[str, str], resources: str, release: Path) -> subprocess.Popen:
+    """``node run`` holding ``resources`` until the file ``release`` exists."""
+    wait = f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.01)"
+    return subprocess.Popen(
+        [*AUTOSCALE, "node", "run", "--resources", resources, "--", sys.executable, "-c", wait],
+        env=env,
+    )
 
 
 def test_concurrent_runs_never_share_a_whole_device(node_env, tmp_path):
@@ -195,49 +226,57 @@ def test_concurrent_runs_never_share_a_whole_device(node_env, tmp_path):
             assert next_start >= end, f"device {device} was held twice at once"
 
 
-def test_killed_runner_and_workload_leave_no_stuck_lease(node_env):
+WORKLOAD_SIGNALS_READY = (
+    "import os, pathlib, sys, time; ready = pathlib.Path(sys.argv[1]); "
+    "ready.with_suffix('.tmp').write_text(str(os.getpid())); "
+    "ready.with_suffix('.tmp').replace(ready); time.sleep(120)"
+)
+
+
+def test_killing_the_runner_kills_its_workload_and_frees_the_lease(node_env, tmp_path):
+    """Ray's rule: a worker's process dies with it, so its devices come free at once."""
+    from accel.ledger import ProcessRef
+
+    ready = tmp_path / "workload.pid"
     runner = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "autoscaler",
-            "node",
-            "run",
-            "--resources",
-            '{"GPU": 4}',
-            "--",
-            sys.executable,
-            "-c",
-            "import time; time.sleep(60)",
+            *(sys.executable, "-m", "autoscaler", "node", "run", "--resources", '{"GPU": 4}'),
+            *("--", sys.executable, "-c", WORKLOAD_SIGNALS_READY, str(ready)),
         ],
         env=node_env,
     )
-    _wait_for_leases(node_env, 1)
-    for process in [*psutil.Process(runner.pid).children(recursive=True), runner]:
-        os.kill(process.pid, signal.SIGKILL)
+    workload = ProcessRef.of(int(_wait_for_file(ready).read_text()))
+    assert workload.alive()
+    runner.kill()
     runner.wait(timeout=10)
-    time.sleep(0.2)  # let the orphaned workload be reaped
+    _wait_until(lambda: not workload.alive(), "the workload outlived its runner")
+    assert _status(node_env)["leases"] == []
     done = autoscale("node", "run", "--resources", '{"GPU": 4}', "--", "true", env=node_env)
     assert done.returncode == 0, done.stderr
 
 
-def test_status_lists_leases_and_free_shares(node_env):
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "autoscaler",
-            "node",
-            "run",
-            "--resources",
-            '{"GPU": 0.25}',
-            "--",
-            sys.executable,
-            "-c",
-            "import time; time.sleep(1)",
-        ],
-        env=node_env,
-    )
+def _wait_for_file(path: Path, timeout_s: float = 20) -> Path:
+    _wait_until(path.exists, f"{path} never appeared", timeout_s)
+    return path
+
+
+def _wait_until(condition, failure: str, timeout_s: float = 20):
+    """Poll ``condition`` until it returns something true, and return that."""
+    deadline = time.monotonic() + timeout_s
+    while not (result := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(failure)
+        time.sleep(0.02)
+    return result
+
+
+def _status(env: dict[str, str]) -> dict:
+    return json.loads(autoscale("node", "status", "--json", env=env).stdout)
+
+
+def test_status_lists_leases_and_free_shares(node_env, tmp_path):
+    release = tmp_path / "release"
+    holder = _hold(node_env, '{"GPU": 0.25}', release)
     try:
         status = _wait_for_leases(node_env, 1)
         assert status["free_device_shares"]["GPU"] == {"0": 0.75, "1": 1.0, "2": 1.0, "3": 1.0}
@@ -245,17 +284,16 @@ def test_status_lists_leases_and_free_shares(node_env):
         table = autoscale("node", "status", env=node_env)
         assert "Free share per device" in table.stdout
     finally:
+        release.touch()
         holder.wait(timeout=30)
 
 
-def _wait_for_leases(env: dict[str, str], count: int, timeout_s: float = 20) -> dict:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = json.loads(autoscale("node", "status", "--json", env=env).stdout)
-        if len(status["leases"]) >= count:
-            return status
-        time.sleep(0.1)
-    raise AssertionError(f"no {count} lease(s) appeared")
+def _wait_for_leases(env: dict[str, str], count: int) -> dict:
+    def enough() -> dict | None:
+        status = _status(env)
+        return status if len(status["leases"]) >= count else None
+
+    return _wait_until(enough, f"no {count} lease(s) appeared")
 
 
 def test_host_root_points_detection_at_another_tree(node_env):

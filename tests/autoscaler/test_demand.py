@@ -55,6 +55,67 @@ def test_neuron_cores_must_be_whole():
     assert message.startswith("bundles[0].neuron_cores: ")
 
 
+def test_gpu_and_neuron_cores_cannot_be_requested_together():
+    (message,) = errors({"bundles": [{"CPU": 1, "GPU": 1, "neuron_cores": 2}]})
+    assert message.startswith("bundles[0]: GPU and neuron_cores cannot be requested together")
+    group = {"bundles": [{"GPU": 1}, {"neuron_cores": 2, "GPU": 0.5}]}
+    (message,) = errors({"placement_groups": [group]})
+    assert message.startswith("placement_groups[0].bundles[1]: GPU and neuron_cores")
+    # Separate bundles (a heterogeneous cluster) are fine, and a zero is not a request.
+    assert len(parse_demand([{"GPU": 1}, {"neuron_cores": 2, "GPU": 0}]).bundles) == 2
+
+
+@pytest.mark.parametrize(
+    ("bundle", "message"),
+    [
+        ({"GPU": float("nan")}, "bundles[0].GPU: quantity must be a finite number, got nan"),
+        ({"CPU": float("inf")}, "bundles[0].CPU: quantity must be a finite number, got inf"),
+        ({"GPU": 1e308}, "bundles[0].GPU: quantity must be at most 1e+14, got 1e+308"),
+        ({"CPU": 10**30}, "bundles[0].CPU: quantity must be at most 1e+14, got 1000000"),
+        ({"resources": {"CPU": 1}, "count": 10**10}, "bundles[0].count: must be a positive"),
+        ({"x" * 100_000: 1}, "bundles[0].xxxxxxxxxx"),
+    ],
+)
+def test_huge_and_non_finite_numbers_are_rejected_briefly(bundle, message):
+    (reported,) = errors({"bundles": [bundle]})
+    assert reported.startswith(message)
+    assert len(reported) < 200
+
+
+@pytest.mark.parametrize(
+    ("bundle", "message"),
+    [
+        ({"count": 3}, "bundles[0].resources: a bundle with a count needs a resource map here"),
+        ({"resources": None, "count": 3}, "bundles[0].resources: a bundle with a count needs"),
+        ({"resources": [1]}, "bundles[0].resources: expected a resource map, got [1]"),
+    ],
+)
+def test_a_deleted_or_broken_resources_key_is_named(bundle, message):
+    (reported,) = errors({"bundles": [bundle]})
+    assert reported.startswith(message)
+
+
+def test_placement_group_size_is_bounded():
+    group = {"bundles": [{"resources": {"CPU": 1}, "count": 10**9}]}
+    (message,) = errors({"placement_groups": [group]})
+    assert message == "placement_groups[0].bundles: 1,000,000,000 bundles; at most 10,000"
+
+
+def test_huge_strings_come_back_as_a_short_prefix():
+    huge = "y" * 5_000_000
+    for data in (
+        {huge: []},
+        {"placement_groups": [{"strategy": huge, "bundles": [{"CPU": 1}]}]},
+        {"bundles": [{"resources": {"CPU": 1}, huge: 1}]},
+    ):
+        (message,) = errors(data)
+        assert "(5000000 chars)" in message
+        assert len(message) < 200
+    with pytest.raises(DemandError) as raised:
+        load_demand(huge)
+    assert len(str(raised.value)) < 200
+
+
 def test_accelerator_type_tokens_are_not_validated_here():
     demand = parse_demand([{"GPU": 1, "accelerator_type:B999": 0.001}])
     assert demand.bundles[0].resources["accelerator_type:B999"] == 0.001

@@ -6,6 +6,8 @@ from instance_catalog.aws import (
     accelerator_of,
     apply_overrides,
     corrected_records,
+    decode_zones,
+    encode_zones,
     get_ec2_accelerator_type,
     get_ec2_num_accelerators,
     raw_snapshot,
@@ -216,3 +218,55 @@ def test_ec2_hooks_read_caller_records():
     }
     assert get_ec2_num_accelerators("q.large", records) == 2
     assert get_ec2_accelerator_type("q.large", records, family="nvidia") == "T4"
+
+
+def _moto_instance_types() -> dict:
+    import gzip
+    import json
+    from pathlib import Path
+
+    import moto
+
+    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    with gzip.open(path) as handle:
+        return json.load(handle)
+
+
+def test_every_ec2_instance_type_in_the_source_is_catalogued_with_its_facts():
+    source = _moto_instance_types()
+    catalog = load_catalog()
+    assert len(source) > 1300
+    for name, record in source.items():
+        entry = catalog.get(name, "aws")
+        assert entry.vcpus == record["VCpuInfo"]["DefaultVCpus"], name
+        assert entry.memory_mib == record["MemoryInfo"]["SizeInMiB"], name
+        expected = tuple(record["ProcessorInfo"]["SupportedArchitectures"])
+        assert entry.architectures == expected, name
+        assert entry.network == record["NetworkInfo"]["NetworkPerformance"], name
+        assert entry.regions, name
+    families = {name.split(".")[0] for name in source}
+    assert {"m4", "a1", "t2", "x2iedn", "u-6tb1", "mac2", "c7gn", "hpc7g"} <= families
+
+
+def test_m4_xlarge_from_rays_multi_node_example_is_known():
+    entry = load_catalog().get("m4.xlarge", "aws")
+    assert (entry.vcpus, entry.memory_mib, entry.architectures) == (4, 16 * GIB, ("x86_64",))
+    assert entry.network == "High"
+    assert entry.accelerator is None
+    assert all(zone.startswith(region) for region, zones in entry.zones.items() for zone in zones)
+    assert "us-east-1" in entry.regions
+
+
+def test_zones_round_trip_through_the_compact_form():
+    zones = {
+        "a.large": {"us-east-1": ["us-east-1b", "us-east-1a"], "us-west-2": ["us-west-2-lax-1a"]},
+        "b.large": {"us-west-2": ["us-west-2-lax-1a"], "us-east-1": ["us-east-1a", "us-east-1b"]},
+        "c.large": {"eu-west-1": ["eu-west-1c"]},
+    }
+    encoded = encode_zones(zones)
+    assert len(encoded["zone_sets"]) == 2  # a and b share one map
+    decoded = decode_zones(encoded)
+    assert decoded == {
+        name: {region: tuple(sorted(found)) for region, found in by_region.items()}
+        for name, by_region in zones.items()
+    }

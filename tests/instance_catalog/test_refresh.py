@@ -5,6 +5,7 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from moto import mock_aws
 
+from instance_catalog.aws import decode_zones
 from instance_catalog.refresh import (
     CatalogRefreshError,
     discover_regions,
@@ -60,9 +61,11 @@ def test_live_refresh_paginates_every_instance_type_and_zone(aws):
     snapshot = snapshot_from_ec2(aws, regions=["us-east-1", "us-west-2"])
     types = snapshot["instance_types"]
     assert {"p4d.24xlarge", "trn1.32xlarge", "g5.xlarge", "m6i.large"} <= set(types)
-    assert "a1.large" not in types  # not an accelerator or head family
+    assert types["a1.large"]["ProcessorInfo"]["SupportedArchitectures"] == ["arm64"]
     assert types["p4de.24xlarge"]["GpuInfo"]["Gpus"][0]["Count"] == 8
-    assert set(snapshot["zones"]["g5.xlarge"]) == {"us-east-1", "us-west-2"}
+    zones = decode_zones(snapshot)
+    assert set(zones["g5.xlarge"]) == {"us-east-1", "us-west-2"}
+    assert set(zones["g5.xlarge"]["us-east-1"]) <= {f"us-east-1{z}" for z in "abcdef"}
     # Paginated to the end: the same set of accelerator types as the full offline data.
     offline = snapshot_from_moto()["instance_types"]
     assert set(types) == set(offline)
