@@ -7,7 +7,8 @@ device (two of exactly half), a launched unit holds something, and (accelerator
 conservation) a launched accelerator unit holds accelerator work. The LP over those
 constraints, with unit counts relaxed to real numbers, is therefore a valid lower bound on
 the cost of any plan under the policy in force; the same LP with unit costs of 1 bounds the
-number of units.
+number of units, and with a cap on the cost added, the number of units of any plan costing
+at most that much.
 """
 
 from __future__ import annotations
@@ -37,7 +38,10 @@ def lower_bounds(
     demand: Mapping[int, int],
     kinds: Sequence[Kind],
     global_room: int | None,
+    cost_cap: float | None = None,
 ) -> Bounds:
+    """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
+    most ``cost_cap`` (None: any plan)."""
     import highspy
 
     items = [item for item in items if demand.get(item.index, 0) > 0]
@@ -140,6 +144,15 @@ def lower_bounds(
     )
     notes: list[str] = []
     cost_bound = _solve(h, highspy, notes, slack_cols, penalty)
+    # The unit bound is for plans placing as much: hold the unplaced copies where they are.
+    left = h.getSolution().col_value
+    for col in slack_cols:
+        h.changeColBounds(col, 0.0, left[col] + 1e-9)
+    if cost_cap is not None:
+        new = [x_of[id(kind)] for kind in kinds if kind.new and kind.cost > 0]
+        if new:
+            prices = [cost[c] for c in new]
+            h.addRow(-inf, cost_cap, len(new), np.array(new, np.int32), np.array(prices))
     node_objective = np.array(nodes)
     node_objective[slack_cols] = 10.0
     h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)

@@ -145,7 +145,8 @@ class Plan:
     """(node type, units) held back by limits (upscaling_speed, max_workers)."""
     notes: tuple[str, ...] = ()
     node_lower_bound: int = 0
-    """No plan that places the same demand launches fewer units (nodes; a slice is one)."""
+    """No plan that places the same demand and costs at most 0.5% more than this one
+    launches fewer units (nodes; a slice is one), min_workers units included."""
 
     @property
     def node_count(self) -> int:

@@ -37,7 +37,9 @@ MIP_MAX_NODES = 400
 GUARD_TIME_S = 20.0
 """Last-resort guard per solver call; never reached on sane inputs, reported when it is."""
 NODE_TOLERANCE = 0.005
-"""Among plans costing at most this much more than the cheapest found, fewest units win."""
+"""Fewer nodes at (nearly) equal cost: each new unit is priced at this fraction of the
+average unit cost of the cheapest fractional plan, so the plan pays at most about this
+fraction of its cost for launching fewer, bigger units."""
 TIE_BREAK = 1e-3
 """Per-unit surcharge, as a fraction of the cheapest price, so equal-cost patterns favour
 bigger units (it changes any plan's cost by at most this fraction)."""
@@ -168,6 +170,7 @@ class Master:
         items: Sequence[Item],
         demand: Mapping[int, int],
         kinds: Sequence[Kind],
+        limits: Mapping[int, int | None],
         global_room: int | None,
         penalty: float,
         surcharge: float,
@@ -189,18 +192,27 @@ class Master:
             h.addRow(float(demand[item.index]), inf, 0, np.array([], np.int32), np.array([]))
         self.limit_row: dict[int, int] = {}
         for kind in kinds:
-            if kind.limit is not None:
+            if limits[kind.index] is not None:
                 self.limit_row[kind.index] = h.getNumRow()
-                h.addRow(-inf, float(kind.limit), 0, np.array([], np.int32), np.array([]))
+                h.addRow(-inf, float(limits[kind.index]), 0, np.array([], np.int32), np.array([]))
         self.global_row = None
         if global_room is not None:
             self.global_row = h.getNumRow()
             h.addRow(-inf, float(global_room), 0, np.array([], np.int32), np.array([]))
         self.slack_cols: list[int] = []
-        for item in items:  # copies left unplaced, at a penalty
+        rows_of: dict[tuple, list[int]] = {}
+        for item in items:  # copies left unplaced (whole gangs), at a penalty per bundle
+            key = ("item", item.index) if item.spread_group is None else ("gang", item.spread_group)
+            rows_of.setdefault(key, []).append(self.row_of[item.index])
+        for rows in rows_of.values():
             self.slack_cols.append(h.getNumCol())
             h.addCol(
-                penalty, 0.0, inf, 1, np.array([self.row_of[item.index]], np.int32), np.ones(1)
+                penalty * len(rows),
+                0.0,
+                inf,
+                len(rows),
+                np.array(rows, np.int32),
+                np.ones(len(rows)),
             )
         self.patterns: list[Pattern] = []
         self.cols: list[int] = []
@@ -216,8 +228,11 @@ class Master:
         kind = self.kinds[pattern.kind]
         rows, vals = [], []
         for index, copies in sorted(pattern.totals().items()):
-            rows.append(self.row_of[index])
-            vals.append(float(copies))
+            if index in self.row_of:
+                rows.append(self.row_of[index])
+                vals.append(float(copies))
+        if not rows:
+            return False
         if kind.index in self.limit_row:
             rows.append(self.limit_row[kind.index])
             vals.append(1.0)
@@ -252,9 +267,32 @@ class Master:
         }
         return item_duals, kind_duals, self.h.getInfo().objective_function_value
 
+    def lp_values(self) -> list[float]:
+        values = self.h.getSolution().col_value
+        return [values[col] for col in self.cols]
+
+    def lp_cost_and_units(self) -> tuple[float, float]:
+        """Cost (without surcharges) and new units of the current LP solution."""
+        values = self.h.getSolution().col_value
+        cost = units = 0.0
+        for pattern, col in zip(self.patterns, self.cols, strict=True):
+            kind = self.kinds[pattern.kind]
+            cost += kind.cost * values[col]
+            units += values[col] if kind.new else 0.0
+        return cost, units
+
+    def set_surcharge(self, surcharge: float) -> None:
+        """Change the per-unit surcharge of new units (every column's cost)."""
+        self.surcharge = surcharge
+        if self.cols:
+            costs = [self.unit_cost(self.kinds[p.kind]) for p in self.patterns]
+            self.h.changeColsCost(
+                len(self.cols), np.array(self.cols, np.int32), np.array(costs, np.float64)
+            )
+
     def solve_integer(self, notes: list[str]) -> list[int]:
-        """Units per pattern: the cheapest integer plan over the generated patterns, then the
-        one with the fewest new units among those within :data:`NODE_TOLERANCE` of it."""
+        """Units per pattern: the integer plan of least cost plus surcharges over the
+        generated patterns (falls back to the LP solution rounded down)."""
         highspy = self.highspy
         h = self.h
         lp_values = list(h.getSolution().col_value)
@@ -265,45 +303,11 @@ class Master:
         h.changeColsIntegrality(n, cols, np.array([highspy.HighsVarType.kInteger] * n))
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
         h.setOptionValue("mip_max_nodes", MIP_MAX_NODES)
-        first = self._run_mip(notes, "cheapest plan")
-        if first is None:
+        values = self._run_mip(notes, "integer plan")
+        if values is None:
             notes.append("no integer plan over the patterns: LP solution rounded down")
             return [math.floor(lp_values[c] + 1e-9) for c in self.cols]
-        units = [round(first[c]) for c in self.cols]
-        real_cost = sum(
-            self.kinds[p.kind].cost * u for p, u in zip(self.patterns, units, strict=True)
-        )
-        slack = sum(first[c] for c in self.slack_cols)
-        new_units = sum(
-            u for p, u in zip(self.patterns, units, strict=True) if self.kinds[p.kind].new
-        )
-        if new_units <= 1:
-            return units
-        # Fewest units within the tolerance, placing as much, cheaper breaking ties.
-        inf = highspy.kHighsInf
-        costs = np.array([self.kinds[p.kind].cost for p in self.patterns])
-        h.addRow(-inf, real_cost * (1 + NODE_TOLERANCE) + 1e-9, n, cols, costs)
-        slack_cols = np.array(self.slack_cols, np.int32)
-        h.addRow(-inf, slack + 1e-6, len(slack_cols), slack_cols, np.ones(len(slack_cols)))
-        scale = 0.5 / max(real_cost * (1 + NODE_TOLERANCE), 1e-9)
-        objective = [
-            (1.0 if self.kinds[p.kind].new else 0.0) + scale * self.kinds[p.kind].cost
-            for p in self.patterns
-        ]
-        h.changeColsCost(n, cols, np.array(objective))
-        h.changeColsCost(len(slack_cols), slack_cols, np.zeros(len(slack_cols)))
-        solution = highspy.HighsSolution()
-        solution.col_value = first
-        solution.value_valid = True
-        h.setSolution(solution)
-        second = self._run_mip(notes, "fewest nodes")
-        if second is None:
-            return units
-        fewer = [round(second[c]) for c in self.cols]
-        fewer_new = sum(
-            u for p, u in zip(self.patterns, fewer, strict=True) if self.kinds[p.kind].new
-        )
-        return fewer if fewer_new <= new_units else units
+        return [round(values[c]) for c in self.cols]
 
     def _run_mip(self, notes: list[str], what: str) -> list[float] | None:
         h = self.h
@@ -350,7 +354,8 @@ def generate(
     prices = [kind.cost for kind in kinds if kind.new and kind.cost > 0]
     surcharge = TIE_BREAK * min(prices, default=1.0)
     penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
-    master = Master(items, demand, kinds, global_room, penalty, surcharge)
+    limits = {kind.index: kind.limit for kind in kinds}
+    master = Master(items, demand, kinds, limits, global_room, penalty, surcharge)
     share_of = {
         (kind.index, item.index): shares(kind, item) for kind in kinds for item in kind.items
     }
@@ -372,7 +377,71 @@ def generate(
         if best is not None:
             master.add(best[1])
 
-    for _rounds in range(1, MAX_ROUNDS + 1):
+    rounds = _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+    # Fewer nodes: price each new unit at NODE_TOLERANCE of the average unit cost of the
+    # cheapest (fractional) plan, generate the patterns that favours.
+    lp_cost, lp_units = master.lp_cost_and_units()
+    if lp_units > 0 and lp_cost > 0:
+        master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
+        rounds += _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+
+    # Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
+    # pattern) is planned again with patterns generated for it, then solved as a MIP.
+    taken: dict[Pattern, int] = {}
+    for pattern, value in zip(master.patterns, master.lp_values(), strict=True):
+        if math.floor(value + 1e-9) > 0:
+            taken[pattern] = math.floor(value + 1e-9)
+    covered = _covered(taken)
+    rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
+    if rest:
+        used: dict[int, int] = {}
+        for pattern, units in taken.items():
+            used[pattern.kind] = used.get(pattern.kind, 0) + units
+        rest_limits = {
+            k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds
+        }
+        rest_room = None
+        if global_room is not None:
+            rest_room = global_room - sum(u for k, u in used.items() if kinds[k].new)
+        rest_items = [by_index[i] for i in sorted(rest)]
+        residual = Master(
+            rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge
+        )
+        for pattern in master.patterns:
+            residual.add(pattern)
+        rounds += _column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
+        for pattern, units in zip(residual.patterns, residual.solve_integer(notes), strict=True):
+            if units > 0:
+                taken[pattern] = taken.get(pattern, 0) + units
+    if rounds >= 3 * MAX_ROUNDS:
+        notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
+    chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
+    covered = _covered(taken)
+    unplaced = {
+        index: demand[index] - covered.get(index, 0)
+        for index in by_index
+        if covered.get(index, 0) < demand[index]
+    }
+    return Result(kinds, chosen, unplaced, notes)
+
+
+def _covered(chosen: Mapping[Pattern, int]) -> dict[int, int]:
+    covered: dict[int, int] = {}
+    for pattern, units in chosen.items():
+        for index, copies in pattern.totals().items():
+            covered[index] = covered.get(index, 0) + copies * units
+    return covered
+
+
+def _column_generation(
+    master: Master,
+    kinds: Sequence[Kind],
+    share_of: Mapping[tuple[int, int], tuple[float, float]],
+    caps: Mapping[int, int],
+    max_rounds: int,
+) -> int:
+    """Add improving patterns until none is found; returns the rounds used."""
+    for rounds in range(1, max_rounds + 1):
         item_duals, kind_duals, _ = master.solve_lp()
         added = 0
         for kind in kinds:
@@ -382,22 +451,9 @@ def generate(
                 if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
                     added += 1
         if not added:
-            break
-    else:
-        notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS})")
-        master.solve_lp()
-    units = master.solve_integer(notes)
-    chosen = [(p, u) for p, u in zip(master.patterns, units, strict=True) if u > 0]
-    covered: dict[int, int] = {}
-    for pattern, count in chosen:
-        for index, copies in pattern.totals().items():
-            covered[index] = covered.get(index, 0) + copies * count
-    unplaced = {
-        index: demand[index] - covered.get(index, 0)
-        for index in by_index
-        if covered.get(index, 0) < demand[index]
-    }
-    return Result(kinds, chosen, unplaced, notes)
+            return rounds
+    master.solve_lp()
+    return max_rounds
 
 
 def _price(

@@ -113,7 +113,10 @@ def plan(request: PlanRequest) -> Plan:
     launches, deferred = _launches(types, realised.groups, min_launches, existing_units, request)
     cost = sum(prices[launch.node_type] * launch.count for launch in launches)
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
-    bounds = lower_bounds(items, placed, kinds, global_room)
+    demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
+    bounds = lower_bounds(
+        items, placed, kinds, global_room, demand_cost * (1 + NODE_TOLERANCE) + 1e-9
+    )
     notes.extend(bounds.notes)
     lower = min(cost, min_cost + bounds.cost)
     node_count = sum(launch.count for launch in launches)
@@ -132,8 +135,10 @@ def plan(request: PlanRequest) -> Plan:
     notes.extend(_policy_notes(policy, realised, by_index, types))
     if node_count > 1:
         notes.append(
-            f"among plans within {NODE_TOLERANCE:.1%} of the cheapest found, the one with the "
-            f"fewest nodes: {node_count} (no plan placing as much needs fewer than {node_bound})"
+            f"fewer nodes at nearly equal cost: each new node is priced at {NODE_TOLERANCE:.1%} "
+            f"of the average node cost while choosing; {node_count} nodes (no plan placing as "
+            f"much at most {NODE_TOLERANCE:.1%} dearer than this one launches fewer than "
+            f"{node_bound})"
         )
     return Plan(
         launches=tuple(launches),
