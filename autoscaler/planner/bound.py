@@ -23,6 +23,15 @@ from accel.allocation import SHARE_UNITS
 from autoscaler.planner.items import DEVICE_RESOURCES, Item
 from autoscaler.planner.patterns import GUARD_TIME_S, Kind, fit, new_solver
 
+MIP_BOUND_ABOVE = 0.01
+"""Where the plan costs more than this above the LP bound, whole units are required too."""
+MIP_BOUND_UNITS = 200
+"""...and where the plan has at most this many units (beyond that, rounding a fractional
+unit per kind is a small share of the cost and the MIP's root costs more than it gains)."""
+MIP_BOUND_NODES = 1
+"""Branch-and-bound nodes for that: the root (cuts included) only, deterministic; its dual
+bound is valid wherever the search stops."""
+
 
 @dataclass(frozen=True)
 class Bounds:
@@ -39,6 +48,7 @@ def lower_bounds(
     kinds: Sequence[Kind],
     global_room: int | None,
     cost_cap: float | None = None,
+    plan_units: int | None = None,
 ) -> Bounds:
     """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
     most ``cost_cap`` (None: any plan)."""
@@ -120,30 +130,60 @@ def lower_bounds(
         if new:
             rows.append((new, [1.0] * len(new), -inf, float(global_room)))
 
-    h = new_solver()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("random_seed", 0)
-    h.setOptionValue("time_limit", GUARD_TIME_S)
+    def model():
+        h = new_solver()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("random_seed", 0)
+        h.setOptionValue("time_limit", GUARD_TIME_S)
+        n = len(cost)
+        h.addVars(n, np.array(lower), np.array(upper))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))
+        starts, index, value = [], [], []
+        for cols, vals, _, _ in rows:
+            starts.append(len(index))
+            index.extend(cols)
+            value.extend(vals)
+        h.addRows(
+            len(rows),
+            np.array([r[2] for r in rows]),
+            np.array([r[3] for r in rows]),
+            len(index),
+            np.array(starts, np.int32),
+            np.array(index, np.int32),
+            np.array(value),
+        )
+        return h
+
+    h = model()
     n = len(cost)
-    h.addVars(n, np.array(lower), np.array(upper))
-    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))
-    starts, index, value = [], [], []
-    for cols, vals, _, _ in rows:
-        starts.append(len(index))
-        index.extend(cols)
-        value.extend(vals)
-    h.addRows(
-        len(rows),
-        np.array([r[2] for r in rows]),
-        np.array([r[3] for r in rows]),
-        len(index),
-        np.array(starts, np.int32),
-        np.array(index, np.int32),
-        np.array(value),
-    )
     notes: list[str] = []
     cost_bound = _solve(h, highspy, notes, slack_cols, penalty)
+    if (
+        cost_cap is not None
+        and cost_cap > (1 + MIP_BOUND_ABOVE) * cost_bound
+        and plan_units is not None
+        and plan_units <= MIP_BOUND_UNITS
+    ):
+        # Far from the plan: whole units tighten the bound (its dual bound is valid even
+        # where the node limit stops the search).
+        mip = model()
+        units = list(x_of.values())
+        mip.changeColsIntegrality(
+            len(units),
+            np.array(units, np.int32),
+            np.array([highspy.HighsVarType.kInteger] * len(units)),
+        )
+        for col in slack_cols:  # a plan placing the demand given leaves nothing unplaced
+            mip.changeColBounds(col, 0.0, 0.0)
+        mip.setOptionValue("mip_max_nodes", MIP_BOUND_NODES)
+        mip.setOptionValue("mip_rel_gap", 1e-4)
+        mip.run()
+        dual = mip.getInfo().mip_dual_bound
+        if mip.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+            notes.append(f"bound MIP: solver time guard ({GUARD_TIME_S:g} s) reached")
+        if np.isfinite(dual) and mip.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
+            cost_bound = max(cost_bound, dual)
     # The unit bound is for plans placing as much: hold the unplaced copies where they are.
     left = h.getSolution().col_value
     for col in slack_cols:

@@ -32,6 +32,8 @@ from autoscaler.planner.items import Item
 
 MAX_ROUNDS = 60
 """Column-generation rounds at most (deterministic)."""
+WIDE_FIRST = 8
+"""The wider pricing search starts a packing with each of this many best-ranked items."""
 MIP_REL_GAP = 1e-3
 MIP_MAX_NODES = 400
 GUARD_TIME_S = 20.0
@@ -290,7 +292,7 @@ class Master:
                 len(self.cols), np.array(self.cols, np.int32), np.array(costs, np.float64)
             )
 
-    def solve_integer(self, notes: list[str]) -> list[int]:
+    def solve_integer(self, notes: list[str], absolute_gap: float = 0.0) -> list[int]:
         """Units per pattern: the integer plan of least cost plus surcharges over the
         generated patterns (falls back to the LP solution rounded down)."""
         highspy = self.highspy
@@ -302,6 +304,8 @@ class Master:
         cols = np.array(self.cols, np.int32)
         h.changeColsIntegrality(n, cols, np.array([highspy.HighsVarType.kInteger] * n))
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
+        h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
+        h.setOptionValue("mip_allow_restart", False)
         h.setOptionValue("mip_max_nodes", MIP_MAX_NODES)
         values = self._run_mip(notes, "integer plan")
         if values is None:
@@ -410,7 +414,9 @@ def generate(
         for pattern in master.patterns:
             residual.add(pattern)
         rounds += _column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
-        for pattern, units in zip(residual.patterns, residual.solve_integer(notes), strict=True):
+        for pattern, units in zip(
+            residual.patterns, residual.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
+        ):
             if units > 0:
                 taken[pattern] = taken.get(pattern, 0) + units
     if rounds >= 3 * MAX_ROUNDS:
@@ -444,12 +450,15 @@ def _column_generation(
     for rounds in range(1, max_rounds + 1):
         item_duals, kind_duals, _ = master.solve_lp()
         added = 0
-        for kind in kinds:
-            for pattern in _price(kind, item_duals, share_of, caps):
-                value = sum(item_duals[i] * n for i, n in pattern.totals().items())
-                reduced = master.unit_cost(kind) - value - kind_duals[kind.index]
-                if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
-                    added += 1
+        for wide in (False, True):  # the wider search only once the quick one finds nothing
+            for kind in kinds:
+                for pattern in _price(kind, item_duals, share_of, caps, wide):
+                    value = sum(item_duals[i] * n for i, n in pattern.totals().items())
+                    reduced = master.unit_cost(kind) - value - kind_duals[kind.index]
+                    if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
+                        added += 1
+            if added:
+                break
         if not added:
             return rounds
     master.solve_lp()
@@ -461,8 +470,10 @@ def _price(
     duals: Mapping[int, float],
     share_of: Mapping[tuple[int, int], tuple[float, float]],
     caps: Mapping[int, int],
+    wide: bool = False,
 ) -> list[Pattern]:
-    """Candidate patterns for ``kind`` at these duals: greedy packings in three orders."""
+    """Candidate patterns for ``kind`` at these duals: greedy packings in three orders, or
+    (``wide``) the best of the packings that start with each item in turn."""
     valued = [item for item in kind.items if duals.get(item.index, 0.0) > 1e-12]
     if not valued:
         return []
@@ -478,6 +489,18 @@ def _price(
         if kind.needs_anchor:  # accelerator work first, riders in the room it leaves
             ranked = [i for i in ranked if not i.rider] + [i for i in ranked if i.rider]
         orders.append(ranked)
+    if wide:
+        base = orders[0]
+        best: tuple[float, Pattern] | None = None
+        for first in base[:WIDE_FIRST]:
+            if kind.needs_anchor and first.rider:
+                continue
+            pattern = pack(kind, [first, *(i for i in base if i is not first)], caps)
+            if pattern is not None:
+                value = sum(duals[i] * n for i, n in pattern.totals().items())
+                if best is None or value > best[0] + 1e-12:
+                    best = (value, pattern)
+        return [] if best is None else [best[1]]
     riders = {item.index for item in valued if item.rider}
     found: list[Pattern] = []
     for order in orders:

@@ -115,7 +115,12 @@ def plan(request: PlanRequest) -> Plan:
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
     bounds = lower_bounds(
-        items, placed, kinds, global_room, demand_cost * (1 + NODE_TOLERANCE) + 1e-9
+        items,
+        placed,
+        kinds,
+        global_room,
+        demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
+        sum(launch.count for launch in launches if launch.reason == "demand"),
     )
     notes.extend(bounds.notes)
     lower = min(cost, min_cost + bounds.cost)
