@@ -34,6 +34,8 @@ MAX_ROUNDS = 60
 """Column-generation rounds at most (deterministic)."""
 WIDE_FIRST = 8
 """The wider pricing search starts a packing with each of this many best-ranked items."""
+RESIDUAL_SEEDS = 3
+"""Single-item units offered per item for the remainder (small units round better)."""
 MIP_REL_GAP = 1e-3
 MIP_MAX_NODES = 400
 GUARD_TIME_S = 20.0
@@ -365,21 +367,8 @@ def generate(
     }
     caps = {index: demand[index] for index in by_index}
 
-    # Start: for each item, a unit of its cheapest kind per copy filled with it alone.
-    for item in items:
-        best = None
-        for kind in kinds:
-            if item not in kind.items or (kind.needs_anchor and item.rider):
-                continue
-            pattern = pack(kind, [item], {item.index: caps[item.index]})
-            if pattern is None:
-                continue
-            copies = pattern.totals()[item.index]
-            key = (master.unit_cost(kind) / copies, kind.index)
-            if best is None or key < best[0]:
-                best = (key, pattern)
-        if best is not None:
-            master.add(best[1])
+    for item in items:  # start: a unit of the cheapest kind per copy, holding it alone
+        _seed(master, kinds, item, caps, 1)
 
     rounds = _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
     # Fewer nodes: price each new unit at NODE_TOLERANCE of the average unit cost of the
@@ -413,6 +402,8 @@ def generate(
         )
         for pattern in master.patterns:
             residual.add(pattern)
+        for item in rest_items:  # small units for what is left: each item alone
+            _seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
         rounds += _column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
         for pattern, units in zip(
             residual.patterns, residual.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
@@ -429,6 +420,22 @@ def generate(
         if covered.get(index, 0) < demand[index]
     }
     return Result(kinds, chosen, unplaced, notes)
+
+
+def _seed(
+    master: Master, kinds: Sequence[Kind], item: Item, caps: Mapping[int, int], best: int
+) -> None:
+    """Add the ``best`` cheapest-per-copy units holding only ``item`` (up to its cap)."""
+    ranked = []
+    for kind in kinds:
+        if item not in kind.items or (kind.needs_anchor and item.rider):
+            continue
+        pattern = pack(kind, [item], {item.index: caps[item.index]})
+        if pattern is not None:
+            copies = pattern.totals()[item.index]
+            ranked.append((master.unit_cost(kind) / copies, kind.index, pattern))
+    for _, _, pattern in sorted(ranked, key=lambda r: r[:2])[:best]:
+        master.add(pattern)
 
 
 def _covered(chosen: Mapping[Pattern, int]) -> dict[int, int]:
