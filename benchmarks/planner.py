@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ray-timeout", type=float, default=300.0)
+    parser.add_argument("--ray-max-bundles", type=int, default=20_000)
     parser.add_argument("--no-ray", action="store_true")
     args = parser.parse_args()
     ray = not args.no_ray and _have_ray()
@@ -100,7 +101,11 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> N
                 capture_output=True,
             )
             process_times.append(time.perf_counter() - start)
-        theirs = _ray(cluster_path, demand_path, args.ray_timeout) if ray else None
+        theirs = None
+        if ray and scale > args.ray_max_bundles:
+            theirs = {"skipped": f"Ray not run above {args.ray_max_bundles} bundles (minutes)"}
+        elif ray:
+            theirs = _ray(cluster_path, demand_path, args.ray_timeout)
     unplaced = sum(i.count for i in result.infeasible if i.reason.startswith(LIMIT_REASONS))
     line = (
         f"{kind:>9} {bundle_count(demand_doc):>7} {len(request.node_types):>5} "

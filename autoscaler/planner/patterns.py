@@ -8,13 +8,15 @@ shares, STRICT_SPREAD slots, STRICT_PACK groups), so every pattern the master pi
 realisable as it stands.
 
 Gilmore-Gomory: the restricted master LP ``min sum(cost[p] x[p])`` subject to every item's
-copies being covered, per-kind and global limits, prices its duals; a per-kind knapsack
-(greedy packings in several orders, exact device accounting) offers new patterns with a
-negative reduced cost, until none is found or a fixed round count is reached. The master is
-then solved over the generated patterns as a MIP (deterministic node limit), and a second
-MIP picks, among plans within :data:`NODE_TOLERANCE` of that cost, the one with the fewest
-units. Nothing depends on wall-clock time; a time limit is a last-resort guard that is
-reported when hit.
+copies being covered (a STRICT_SPREAD gang is left unplaced only whole), per-kind and global
+limits, prices its duals; a per-kind knapsack (greedy packings in several orders, then a
+wider search once those find nothing; exact device accounting) offers patterns with a
+negative reduced cost, until none is found or a fixed round count is reached. Fewer nodes:
+a second phase prices each new unit at :data:`NODE_TOLERANCE` of the average unit cost, so
+bigger units win ties. Integer plan: the units the LP takes whole are kept; the remainder
+(a few units per basic pattern) gets its own column generation, seeded with small
+single-item units, and a MIP (deterministic node limit) over all patterns. Nothing depends
+on wall-clock time; a time limit is only a last-resort guard, reported when hit.
 """
 
 from __future__ import annotations
