@@ -95,8 +95,16 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> N
         for _ in range(args.repeat):
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "autoscaler", "plan", str(cluster_path), "--demand"]
-                + [str(demand_path), "--json"],
+                [
+                    sys.executable,
+                    "-m",
+                    "autoscaler",
+                    "plan",
+                    str(cluster_path),
+                    "--demand",
+                    str(demand_path),
+                    "--json",
+                ],
                 check=True,
                 capture_output=True,
             )

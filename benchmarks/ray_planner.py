@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from autoscaler.config import load_cluster_config  # noqa: E402
-from autoscaler.demand import load_demand  # noqa: E402
+from autoscaler.config import load_cluster_config
+from autoscaler.demand import load_demand
 
 
 def schedule(cluster_path: str, demand_path: str) -> dict:
