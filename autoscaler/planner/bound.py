@@ -159,14 +159,10 @@ def lower_bounds(
     n = len(cost)
     notes: list[str] = []
     cost_bound = _solve(h, highspy, notes, slack_cols, penalty)
-    if (
-        cost_cap is not None
-        and cost_cap > (1 + MIP_BOUND_ABOVE) * cost_bound
-        and plan_units is not None
-        and plan_units <= MIP_BOUND_UNITS
-    ):
-        # Far from the plan: whole units tighten the bound (its dual bound is valid even
-        # where the node limit stops the search).
+    small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
+
+    def whole_units(objective: np.ndarray) -> float | None:
+        """Root dual bound with whole units (valid wherever the node limit stops it)."""
         mip = model()
         units = list(x_of.values())
         mip.changeColsIntegrality(
@@ -176,13 +172,26 @@ def lower_bounds(
         )
         for col in slack_cols:  # a plan placing the demand given leaves nothing unplaced
             mip.changeColBounds(col, 0.0, 0.0)
+        if cost_cap is not None and objective is not None:
+            new = [x_of[id(kind)] for kind in kinds if kind.new and kind.cost > 0]
+            if new:
+                prices = [cost[c] for c in new]
+                mip.addRow(-inf, cost_cap, len(new), np.array(new, np.int32), np.array(prices))
+            mip.changeColsCost(n, np.arange(n, dtype=np.int32), objective)
         mip.setOptionValue("mip_max_nodes", MIP_BOUND_NODES)
         mip.setOptionValue("mip_rel_gap", 1e-4)
         mip.run()
-        dual = mip.getInfo().mip_dual_bound
-        if mip.getModelStatus() == highspy.HighsModelStatus.kTimeLimit:
+        status = mip.getModelStatus()
+        if status == highspy.HighsModelStatus.kTimeLimit:
             notes.append(f"bound MIP: solver time guard ({GUARD_TIME_S:g} s) reached")
-        if np.isfinite(dual) and mip.getModelStatus() != highspy.HighsModelStatus.kInfeasible:
+        dual = mip.getInfo().mip_dual_bound
+        if np.isfinite(dual) and status != highspy.HighsModelStatus.kInfeasible:
+            return dual
+        return None
+
+    if small and cost_cap is not None and cost_cap > (1 + MIP_BOUND_ABOVE) * cost_bound:
+        dual = whole_units(None)
+        if dual is not None:
             cost_bound = max(cost_bound, dual)
     # The unit bound is for plans placing as much: hold the unplaced copies where they are.
     left = h.getSolution().col_value
@@ -197,6 +206,10 @@ def lower_bounds(
     node_objective[slack_cols] = 10.0
     h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
     unit_bound = _solve(h, highspy, notes, slack_cols, 10.0)
+    if small and plan_units > (1 + MIP_BOUND_ABOVE) * unit_bound:
+        dual = whole_units(np.array(nodes))
+        if dual is not None:
+            unit_bound = max(unit_bound, dual)
     return Bounds(max(cost_bound, 0.0), max(0, math.ceil(unit_bound - 1e-6)), tuple(notes))
 
 

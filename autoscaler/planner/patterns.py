@@ -68,6 +68,8 @@ class Kind:
     """A new accelerator unit: it must hold work other than riders."""
     items: list[Item] = field(default_factory=list)
     """Items one unit may hold."""
+    origin: object | None = None
+    """For room left on units already chosen: the planner's group of those units."""
 
 
 @dataclass(frozen=True)

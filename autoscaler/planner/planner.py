@@ -308,8 +308,8 @@ class _Realisation:
     def _add(self, kinds: Sequence[Kind], chosen: Sequence[tuple[Pattern, int]]) -> None:
         for pattern, units in chosen:
             kind = kinds[pattern.kind]
-            origin = getattr(kind, "origin", None)
-            if origin is None:
+            origin = kind.origin
+            if not isinstance(origin, _Group):
                 self.groups.append(_Group(kind, [list(h) for h in pattern.hosts], units))
                 continue
             # Room left on units already chosen: those units hold more.
@@ -340,8 +340,7 @@ class _Realisation:
             excess = placed[index] - targets.get(index, 0)
             if excess > 0:
                 self._trim_item(index, excess)
-        self.groups = [g for g in self.groups if g.units > 0 and (any(g.hosts) or not g.kind.new)]
-        self.groups = [g for g in self.groups if any(g.hosts)]
+        self.groups = [g for g in self.groups if g.units > 0 and any(g.hosts)]
 
     def _trim_item(self, index: int, excess: int) -> None:
         """Take ``excess`` copies off units: first where that empties a launched unit, then
@@ -405,8 +404,8 @@ class _Realisation:
                 new=False,
                 existing=group.kind.existing,
                 items=group.kind.items,
+                origin=group,
             )
-            room.origin = group  # type: ignore[attr-defined]
             kinds.append(room)
         for kind in self.kinds:
             if kind.new:
