@@ -128,3 +128,82 @@ def bundle_count(demand_doc: dict[str, Any]) -> int:
     plain = sum(b.get("count", 1) for b in demand_doc["bundles"])
     grouped = sum(len(g["bundles"]) * g.get("count", 1) for g in demand_doc["placement_groups"])
     return plain + grouped
+
+
+# Flexible and forced problems (issue 12) -----------------------------------------------------
+GIB = 2**30
+PROBLEM_KINDS = ("forced", "flexible")
+
+
+def mixed_problem(
+    bundles: int, kind: str = "flexible", seed: int = 0
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A cluster over 20-60 real EC2 types and a demand of about ``bundles`` bundles.
+
+    ``flexible``: every shape fits at least two of the node types (CPU tasks of several sizes
+    with memory, fractional GPUs typed T4/L4 or untyped, 1-4 GPU tasks typed A10G/L4/L40S/T4,
+    NeuronCore tasks of 1-16, small PACK/SPREAD/STRICT_SPREAD groups) plus a few infeasible
+    bundles. ``forced`` adds 8-GPU A100/H100 training bundles that only p4d/p4de/p5 host.
+    """
+    from autoscaler.config import parse_cluster_config
+    from autoscaler.planner.items import build_items, fits_type
+    from autoscaler.planner.model import BundleDemand, Demand, PlacementGroupDemand
+
+    rng = random.Random(f"{kind}-{seed}-{bundles}")
+    types = node_types(rng, bundles)
+    if kind == "forced":
+        types = sorted({*types, "p4d.24xlarge", "p5.48xlarge"})
+    cluster_doc = cluster(types)
+    config = parse_cluster_config(cluster_doc, "bench")
+    workers = [t for t in config.node_types() if t.name != "head"]
+
+    def fits(shapes: list[dict[str, float]], strategy: str | None = None) -> int:
+        demand = (
+            Demand(placement_groups=(PlacementGroupDemand(strategy, tuple(shapes)),))
+            if strategy
+            else Demand(bundles=(BundleDemand(shapes[0]),))
+        )
+        items = build_items(demand, workers)
+        return min(sum(fits_type(item, t) for t in workers) for item in items)
+
+    shapes: list[tuple[str, dict[str, float], float]] = []
+    for cpus, memory in ((1, 0), (1, 6), (2, 4), (2, 24), (4, 16), (8, 32), (16, 48)):
+        resources = {"CPU": cpus, **({"memory": memory * GIB} if memory else {})}
+        shapes.append(("cpu", resources, rng.uniform(0.5, 1.5)))
+    for fraction in (0.25, 0.5):
+        for token in (None, "T4", "L4"):
+            resources = {"GPU": fraction, "CPU": 1}
+            if token:
+                resources[f"accelerator_type:{token}"] = 0.001
+            shapes.append(("fractional", resources, rng.uniform(0.5, 1.5)))
+    for family in ("A10G", "L4", "L40S", "T4"):
+        for gpus in (1, 2, 4):
+            resources = {"GPU": gpus, "CPU": 2 * gpus, f"accelerator_type:{family}": 0.001}
+            shapes.append(("typed", resources, rng.uniform(0.5, 1.5) / gpus))
+    for cores in (1, 2, 4, 8, 16):
+        shapes.append(("neuron", {"neuron_cores": cores, "CPU": 1}, rng.uniform(0.5, 1.5) / cores))
+    shares = {"cpu": 0.55, "fractional": 0.12, "typed": 0.15, "neuron": 0.08, "training": 0.03}
+    totals = {c: sum(w for cls, _, w in shapes if cls == c) for c in shares}
+    entries = []
+    for cls, resources, weight in shapes:
+        count = round(bundles * shares[cls] * weight / totals[cls])
+        if count > 0 and fits([resources]) >= 2:
+            entries.append({"resources": resources, "count": count})
+    if kind == "forced":
+        for family in ("A100", "H100"):
+            count = max(1, round(bundles * shares["training"] / 2 / 8))
+            entries.append(
+                {"resources": {"GPU": 8, f"accelerator_type:{family}": 0.001}, "count": count}
+            )
+    groups = []
+    for strategy, members, share in (
+        ("STRICT_SPREAD", [{"GPU": 1, "CPU": 4}] * 4, 0.03),
+        ("PACK", [{"CPU": 4, "memory": 8 * GIB}] * 2 + [{"GPU": 1, "CPU": 2}], 0.01),
+        ("SPREAD", [{"CPU": 2}] * 3, 0.01),
+    ):
+        count = max(1, round(bundles * share / len(members)))
+        if fits(members, strategy) >= 2:
+            groups.append({"strategy": strategy, "bundles": members, "count": count})
+    rng.shuffle(entries)
+    infeasible = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
+    return cluster_doc, {"bundles": [*entries, *infeasible], "placement_groups": groups}

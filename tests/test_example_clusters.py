@@ -33,7 +33,9 @@ CASES = [
             {"resources": {"CPU": 1}, "count": 200},
             {"neuron_cores": 32},
         ],
-        {"a100": 2, "l4": 2, "cpu": 25, "trainium": 1},
+        # accelerator_conservation: spare (default): the 198 one-CPU tasks the head cannot
+        # hold use the room left on the A100, L4 and Trainium nodes; strict: see below.
+        {"a100": 2, "l4": 2, "trainium": 1},
     ),
     ("quickstart.yaml", [gpu("T4")], {"t4": 1}),
     (
@@ -88,6 +90,18 @@ def test_example_plans_its_demand(name, bundles, expected):
     assert result.infeasible == ()
     assert result.deferred == ()
     assert result.launch_counts() == expected
+
+
+def test_quickstart_strict_conservation_keeps_cpu_work_on_cpu_nodes():
+    config = load_cluster_config(EXAMPLES / "quickstart.yaml")
+    bundles, _ = FIRST_CASES["quickstart.yaml"]
+    strict = dataclasses.replace(
+        request(config, bundles),
+        limits=dataclasses.replace(config.limits(), accelerator_conservation="strict"),
+    )
+    result = plan(strict)
+    assert result.infeasible == ()
+    assert result.launch_counts() == {"a100": 2, "l4": 2, "cpu": 25, "trainium": 1}
 
 
 def test_quickstart_head_takes_small_cpu_bundles_and_workers_retire_fast():

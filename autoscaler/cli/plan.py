@@ -25,7 +25,11 @@ class InputError(click.ClickException):
 @click.option("--demand", "demand_source", help="Demand JSON file (or inline JSON).")
 @click.option("--bundles", help="JSON list of bundles, e.g. '[{\"GPU\": 1}]'.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@click.option("--explain", is_flag=True, help="Add planner notes, warnings, ignored Ray keys.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Add the accelerator conservation policy, planner notes, warnings, ignored Ray keys.",
+)
 def plan(
     cluster_yaml: str, demand_source: str | None, bundles: str | None, as_json: bool, explain: bool
 ) -> None:
@@ -77,6 +81,8 @@ def plan_dict(result: Plan, config: ClusterConfig | None = None) -> dict[str, An
         ],
         "cost_per_hour": result.cost_per_hour,
         "lower_bound_per_hour": result.lower_bound_per_hour,
+        "node_count": result.node_count,
+        "node_lower_bound": result.node_lower_bound,
     }
     if config is not None:
         data["explain"] = {
@@ -124,11 +130,23 @@ def print_plan(result: Plan, node_types: Mapping[str, NodeType]) -> None:
         click.echo(f"Placed on existing nodes: {result.placed_on_existing}")
     click.echo(
         f"Total: ${result.cost_per_hour:.4f}/hour; lower bound "
-        f"${result.lower_bound_per_hour:.4f}/hour (gap {result.gap:.1%})"
+        f"${result.lower_bound_per_hour:.4f}/hour (gap {result.gap:.1%}); "
+        f"{result.node_count} node(s), at least {result.node_lower_bound}"
     )
 
 
 def _print_explain(result: Plan, config: ClusterConfig) -> None:
+    policy = config.spec.accelerator_conservation
+    click.echo(
+        f"\naccelerator_conservation: {policy} ("
+        + (
+            "CPU-only work may use room on accelerator nodes that exist or are launched for "
+            "accelerator work; no accelerator node is launched for it while a plain type fits"
+            if policy == "spare"
+            else "CPU-only work stays off accelerator nodes whenever a plain type fits it"
+        )
+        + "). The lower bounds hold for this policy."
+    )
     sections = (
         ("Planner notes", result.notes),
         ("Config warnings", config.warnings),

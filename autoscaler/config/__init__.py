@@ -57,7 +57,11 @@ class ClusterConfig:
         return next(t for t in self.filled if t.name == name)
 
     def limits(self) -> Limits:
-        return Limits(max_workers=self.spec.max_workers, upscaling_speed=self.spec.upscaling_speed)
+        return Limits(
+            max_workers=self.spec.max_workers,
+            upscaling_speed=self.spec.upscaling_speed,
+            accelerator_conservation=self.spec.accelerator_conservation,
+        )
 
     def idle_timeout_minutes(self, node_type: str) -> float:
         own = self.spec.available_node_types[node_type].idle_timeout_minutes

@@ -131,6 +131,10 @@ class ClusterSpec(_Section):
     """Worker units across the cluster, the head not counted."""
     upscaling_speed: NonNegativeFloat = 1.0
     idle_timeout_minutes: NonNegativeFloat = 5
+    accelerator_conservation: Literal["spare", "strict"] = "spare"
+    """May CPU-only work use room on accelerator nodes? ``spare``: yes, on nodes that exist or
+    are launched for accelerator work, but none is launched for it while a plain type fits;
+    ``strict``: never while a plain type fits it."""
     provider: ProviderConfig
     available_node_types: dict[str, NodeTypeConfig] = Field(min_length=1)
     head_node_type: str | None = None

@@ -16,7 +16,8 @@ from accel.allocation import SHARE_UNITS
 Vector = dict[str, int]
 
 
-def to_units(resources: Mapping[str, float]) -> Vector:
+def share_vector(resources: Mapping[str, float]) -> Vector:
+    """A resource map in share units (``accel.allocation.to_units`` converts one quantity)."""
     return {name: round(q * SHARE_UNITS) for name, q in resources.items() if q}
 
 
@@ -31,7 +32,7 @@ class Part:
 
     @classmethod
     def of(cls, resources: Mapping[str, float], device_resources: Iterable[str]) -> Part:
-        needs = to_units(resources)
+        needs = share_vector(resources)
         device_set = set(device_resources)
         return cls(
             tuple(sorted(needs.items())),

@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from accel.allocation import SHARE_UNITS
 from accel.families import ACCELERATOR_RESOURCES
 from accel.names import closest, get
-from autoscaler.planner.capacity import Bin, Part, to_units
+from autoscaler.planner.capacity import Bin, Part, share_vector
 from autoscaler.planner.model import (
     PACK,
+    SPARE,
+    STRICT,
     STRICT_PACK,
     STRICT_SPREAD,
     Demand,
@@ -37,15 +40,21 @@ class Item:
     spread_group: int | None = None
     slot: int | None = None
     cpu_only: bool = False
+    rider: bool = False
+    """CPU-only and some plain (accelerator-free) type fits it: it may never be the reason
+    an accelerator node is launched (under ``spare`` it may use room on one)."""
 
-    @property
-    def needs(self) -> dict[str, int]:
-        """Summed needs of one copy, in units."""
+    def __post_init__(self) -> None:
         total: dict[str, int] = {}
         for part in self.parts:
             for name, need in part.needs:
                 total[name] = total.get(name, 0) + need
-        return total
+        self._needs = total
+
+    @property
+    def needs(self) -> dict[str, int]:
+        """Summed needs of one copy, in units."""
+        return self._needs
 
 
 def is_accelerator_resource(name: str) -> bool:
@@ -68,17 +77,17 @@ def fresh_host(node_type: NodeType, host: int, unit: int, new: bool = True) -> B
         for name, quantity in resources.items()
         if name in DEVICE_RESOURCES and quantity > 0
     }
-    return Bin(node_type.name, unit, to_units(resources), devices, new)
+    return Bin(node_type.name, unit, share_vector(resources), devices, new)
 
 
 def device_shares(quantity: float, count: int | None) -> list[int]:
     """Per-device free units: ``count`` equal devices, or whole devices plus a fraction
     (a partitioned GPU advertising 0.125 is one device with an eighth of a share)."""
-    total = to_units({"x": quantity}).get("x", 0)
+    total = share_vector({"x": quantity}).get("x", 0)
     if count:
         return [total // count] * count
-    whole, rest = divmod(total, 10_000)
-    return [10_000] * whole + ([rest] if rest else [])
+    whole, rest = divmod(total, SHARE_UNITS)
+    return [SHARE_UNITS] * whole + ([rest] if rest else [])
 
 
 def build_items(demand: Demand, node_types: Sequence[NodeType]) -> list[Item]:
@@ -116,15 +125,21 @@ def fits_type(item: Item, node_type: NodeType) -> bool:
     return fresh_host(node_type, 0, -1).fits_all(item.parts)
 
 
-def assign_candidates(items: list[Item], node_types: Sequence[NodeType]) -> None:
-    """Each item's candidate types: fitting ones, CPU-only items kept off accelerator types
-    whenever a type without accelerators fits (whatever other demand does)."""
+def assign_candidates(
+    items: list[Item], node_types: Sequence[NodeType], conservation: str = SPARE
+) -> None:
+    """Each item's candidate types: the fitting ones. A CPU-only item that some type without
+    accelerators fits (whatever other demand does) is a *rider*: under ``strict`` its
+    candidates are the plain types only; under ``spare`` accelerator types stay candidates
+    (for room on nodes there for accelerator work), but never a reason to launch one."""
     accelerated = {t.name for t in node_types if is_accelerator_type(t)}
     for item in items:
         fitting = [t.name for t in node_types if fits_type(item, t)]
         if item.cpu_only:
             plain = [name for name in fitting if name not in accelerated]
-            fitting = plain or fitting
+            item.rider = bool(plain)
+            if plain and conservation == STRICT:
+                fitting = plain
         item.candidates = tuple(fitting)
 
 
@@ -173,13 +188,13 @@ def _shortfall(item: Item, node_type: NodeType) -> list[str]:
     for name, need in sorted(needs.items()):
         have = host.free.get(name, 0)
         if need > have:
-            problems.append(f"needs {name} {need / 10_000:g}, has {have / 10_000:g}")
+            problems.append(f"needs {name} {need / SHARE_UNITS:g}, has {have / SHARE_UNITS:g}")
     for part in item.parts:
         for name, share in part.devices:
             shares = host.devices.get(name, [])
-            if share < 10_000 and shares and max(shares) < share:
+            if share < SHARE_UNITS and shares and max(shares) < share:
                 problems.append(
-                    f"{name} {share / 10_000:g} must fit on one device "
-                    f"(largest device share {max(shares) / 10_000:g})"
+                    f"{name} {share / SHARE_UNITS:g} must fit on one device "
+                    f"(largest device share {max(shares) / SHARE_UNITS:g})"
                 )
     return problems

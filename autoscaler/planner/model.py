@@ -20,6 +20,16 @@ STRICT_PACK = "STRICT_PACK"
 STRICT_SPREAD = "STRICT_SPREAD"
 STRATEGIES = (PACK, SPREAD, STRICT_PACK, STRICT_SPREAD)
 
+SPARE = "spare"
+STRICT = "strict"
+CONSERVATION_POLICIES = (SPARE, STRICT)
+"""``accelerator_conservation``: may CPU-only work use room on accelerator nodes?
+
+``spare`` (default): an accelerator node is never launched for CPU-only work while a plain
+type fits it, but CPU-only work may use the room left on accelerator nodes that exist, are
+pending, or are launched in the same plan for accelerator work. ``strict``: CPU-only work
+stays off accelerator nodes whenever a plain type fits it, even where they have room."""
+
 
 @dataclass(frozen=True)
 class NodeType:
@@ -101,6 +111,8 @@ class Limits:
     upscaling_speed: float | None = None
     """Launches of a type per step are capped at ``max(5, speed x its current units)`` once
     it has units; a type with none may launch all its demand needs in the first step."""
+    accelerator_conservation: str = SPARE
+    """``spare`` or ``strict`` (see :data:`CONSERVATION_POLICIES`)."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +155,14 @@ class Plan:
     deferred: tuple[tuple[str, int], ...] = ()
     """(node type, units) held back by limits (upscaling_speed, max_workers)."""
     notes: tuple[str, ...] = ()
+    node_lower_bound: int = 0
+    """No plan that places the same demand and costs at most 0.5% more than this one
+    launches fewer units (nodes; a slice is one), min_workers units included."""
+
+    @property
+    def node_count(self) -> int:
+        """Units launched (min_workers included)."""
+        return sum(launch.count for launch in self.launches)
 
     @property
     def gap(self) -> float:

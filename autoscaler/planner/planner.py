@@ -1,16 +1,24 @@
 """Demand to launch plan: a pure, deterministic function.
 
-1. Demand becomes items; each item gets the node types that can host one copy (CPU-only
-   items stay off accelerator types when a plain type fits). Items that fit nothing are
-   infeasible, with a reason and the closest type.
-2. ``min_workers`` units are launched first; with existing and pending nodes they are free
-   capacity.
-3. A mixed-integer program over aggregated capacity picks how many units of each type to
-   launch at least cost; its dual bound is the plan's lower bound.
-4. The packer realises that choice host by host with per-device accounting, places what
-   is left first-fit or on the cheapest fitting type, rolls back gangs that cannot be
-   placed whole, and empties under-used units into free room where it can.
-5. Limits (max_workers, upscaling_speed) hold launches back; the plan says what and why.
+1. Demand becomes items (a bundle, a STRICT_PACK group, one slot of a STRICT_SPREAD gang);
+   each gets the node types that can host one copy. A CPU-only item that a plain type fits
+   is a *rider*: under ``accelerator_conservation: spare`` (default) it may use room on
+   accelerator nodes but is never the reason one is launched; under ``strict`` it stays off
+   accelerator types. Items that fit nothing are infeasible, with a reason and the closest
+   type.
+2. Capacity comes in *kinds*: launchable types (price, room left under max_workers), and
+   groups of identical free capacity (running and pending hosts, ``min_workers`` units),
+   which cost nothing and are used first.
+3. Column generation over *patterns* (what one unit holds, packed host by host with exact
+   per-device accounting) finds the cheapest mix; a MIP over the generated patterns makes it
+   integer, and a second one takes the fewest units within 0.5% of that cost
+   (``patterns``).
+4. The chosen units are realised as they were packed; copies beyond the demand are trimmed,
+   STRICT_SPREAD gangs are kept whole or not at all, and anything still unplaced is packed
+   into the room left (again by patterns) before it is reported.
+5. An LP over the same kinds bounds the cost and the unit count of any plan placing as
+   much under the policy in force (``bound``).
+6. Limits (max_workers, upscaling_speed) hold launches back; the plan says what and why.
 """
 
 from __future__ import annotations
@@ -18,8 +26,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from autoscaler.planner.capacity import Bin, to_units
+from accel.allocation import SHARE_UNITS
+from autoscaler.planner.bound import lower_bounds
+from autoscaler.planner.capacity import Bin, share_vector
 from autoscaler.planner.items import (
     DEVICE_RESOURCES,
     Item,
@@ -27,9 +38,11 @@ from autoscaler.planner.items import (
     build_items,
     fresh_host,
     infeasible_reason,
+    is_accelerator_type,
 )
-from autoscaler.planner.milp import POOL, Capacity, Solution, solve
 from autoscaler.planner.model import (
+    CONSERVATION_POLICIES,
+    SPARE,
     ExistingNode,
     Infeasible,
     Launch,
@@ -37,7 +50,7 @@ from autoscaler.planner.model import (
     Plan,
     PlanRequest,
 )
-from autoscaler.planner.pack import Packer
+from autoscaler.planner.patterns import NODE_TOLERANCE, Kind, Pattern, generate, replay
 
 UPSCALING_FLOOR = 5
 UNKNOWN_PRICE_FACTOR = 2.0
@@ -46,14 +59,18 @@ UNKNOWN_PRICE_FACTOR = 2.0
 def plan(request: PlanRequest) -> Plan:
     """The least-cost launches that place the request's demand."""
     types = {t.name: t for t in sorted(request.node_types, key=lambda t: t.name)}
+    policy = request.limits.accelerator_conservation
+    if policy not in CONSERVATION_POLICIES:
+        raise ValueError(
+            f"accelerator_conservation must be one of {', '.join(CONSERVATION_POLICIES)}"
+        )
     notes: list[str] = []
     items = build_items(request.demand, list(types.values()))
-    assign_candidates(items, list(types.values()))
+    assign_candidates(items, list(types.values()), policy)
     infeasible = [_infeasible(item, list(types.values())) for item in items if not item.candidates]
     items = [item for item in items if item.candidates]
 
     existing_units = _existing_units(request.existing)
-    open_bins = [_existing_bin(node, index) for index, node in enumerate(request.existing)]
     min_launches = {
         name: max(0, t.min_workers - existing_units.get(name, 0)) for name, t in types.items()
     }
@@ -69,38 +86,22 @@ def plan(request: PlanRequest) -> Plan:
         if request.limits.max_workers is None
         else max(0, request.limits.max_workers - worker_units)
     )
-    next_unit = len(request.existing) + 1
-    for name, count in min_launches.items():
-        for _ in range(count):
-            open_bins.extend(
-                fresh_host(types[name], h, next_unit) for h in range(types[name].hosts)
-            )
-            next_unit += 1
-
     prices = _surrogate_prices(types, notes)
-    launchable = [
-        Capacity(name, _unit_capacity(t), prices[name], unit_room[name], t.hosts, _devices(t))
-        for name, t in types.items()
-        if t.available and unit_room[name] != 0
-    ]
     for name, t in types.items():
         if not t.available:
             notes.append(f"{name}: no capacity in any of its offerings now; not launched")
-    pools = _pools(open_bins)
-    solution = solve(items, launchable, pools, global_room)
+    kinds = _kinds(types, items, request.existing, min_launches, unit_room, prices)
+    demand = {item.index: item.count for item in items}
 
-    packer = Packer(types, open_bins, unit_room, global_room)
-    launchable_names = {cap.name for cap in launchable}
-    _place(items, packer, solution, launchable_names, prices)
-    unplaced = _settle_gangs(items, packer)
-    _empty_weak_units(packer, prices)
-    for item in items:
-        missing = item.count - packer.placed_count(item)
-        if missing > 0:
-            unplaced[item.index] = max(unplaced.get(item.index, 0), missing)
+    realised = _Realisation(items, kinds, global_room, notes)
+    realised.run(demand)
+    placed = realised.placed()
+    unplaced = {index: n - placed.get(index, 0) for index, n in demand.items()}
     by_index = {item.index: item for item in items}
     reported_groups: set[int] = set()
     for index, missing in sorted(unplaced.items()):
+        if missing <= 0:
+            continue
         item = by_index[index]
         if item.spread_group is None:
             infeasible.append(_limited([item], missing, types))
@@ -109,10 +110,22 @@ def plan(request: PlanRequest) -> Plan:
             gang = [i for i in items if i.spread_group == item.spread_group]
             infeasible.append(_limited(gang, missing, types))
 
-    launches, deferred = _launches(types, packer, min_launches, existing_units, request)
+    launches, deferred = _launches(types, realised.groups, min_launches, existing_units, request)
     cost = sum(prices[launch.node_type] * launch.count for launch in launches)
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
-    lower = min(cost, min_cost + solution.bound)
+    demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
+    bounds = lower_bounds(
+        items,
+        placed,
+        kinds,
+        global_room,
+        demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
+        sum(launch.count for launch in launches if launch.reason == "demand"),
+    )
+    notes.extend(bounds.notes)
+    lower = min(cost, min_cost + bounds.cost)
+    node_count = sum(launch.count for launch in launches)
+    node_bound = min(node_count, sum(min_launches.values()) + bounds.units)
     unknown = sorted(
         {launch.node_type for launch in launches if types[launch.node_type].price is None}
     )
@@ -124,16 +137,314 @@ def plan(request: PlanRequest) -> Plan:
             if launch.node_type in unknown
         )
         lower = min(lower, cost)
-    placed_existing = sum(p.count for p in packer.log if not p.bin.new)
+    notes.extend(_policy_notes(policy, realised, by_index, types))
+    if node_count > 1:
+        notes.append(
+            f"fewer nodes at nearly equal cost: each new node is priced at {NODE_TOLERANCE:.1%} "
+            f"of the average node cost while choosing; {node_count} nodes (no plan placing as "
+            f"much at most {NODE_TOLERANCE:.1%} dearer than this one launches fewer than "
+            f"{node_bound})"
+        )
     return Plan(
         launches=tuple(launches),
         infeasible=tuple(infeasible),
         cost_per_hour=round(cost, 6),
         lower_bound_per_hour=round(lower, 6),
-        placed_on_existing=placed_existing,
+        placed_on_existing=realised.placed_on_existing(),
         deferred=tuple(deferred),
         notes=tuple(notes),
+        node_lower_bound=node_bound,
     )
+
+
+def _policy_notes(
+    policy: str, realised: _Realisation, items: Mapping[int, Item], types: Mapping[str, NodeType]
+) -> list[str]:
+    riders = sum(
+        copies * group.units
+        for group in realised.groups
+        if is_accelerator_type(types[group.kind.node_type])
+        for host in group.hosts
+        for index, copies in host
+        if items[index].rider
+    )
+    if policy == SPARE:
+        return [
+            "accelerator_conservation: spare: CPU-only work may use room on accelerator nodes "
+            "that exist, are pending or are launched for accelerator work, but no accelerator "
+            f"node is launched for it while a plain type fits ({riders} CPU-only copies placed "
+            "on accelerator nodes)"
+        ]
+    return [
+        "accelerator_conservation: strict: CPU-only work stays off accelerator nodes whenever "
+        "a plain type fits it"
+    ]
+
+
+# Capacity kinds ----------------------------------------------------------------------------
+def _kinds(
+    types: Mapping[str, NodeType],
+    items: Sequence[Item],
+    existing: Sequence[ExistingNode],
+    min_launches: Mapping[str, int],
+    unit_room: Mapping[str, int | None],
+    prices: Mapping[str, float],
+) -> list[Kind]:
+    """Free capacity first (existing hosts grouped when identical, min_workers units), then
+    every launchable type."""
+    eligible = {name: [item for item in items if name in item.candidates] for name in types}
+    kinds: list[Kind] = []
+    groups: dict[tuple, list[Bin]] = {}
+    for index, node in enumerate(existing):
+        host = _existing_bin(node, index)
+        if node.node_type not in types:
+            continue
+        key = (
+            node.node_type,
+            tuple(sorted(host.free.items())),
+            tuple(sorted((r, tuple(s)) for r, s in host.devices.items())),
+        )
+        groups.setdefault(key, []).append(host)
+    for key in sorted(groups):
+        hosts = groups[key]
+        kinds.append(
+            Kind(
+                0,
+                key[0],
+                0.0,
+                len(hosts),
+                (hosts[0],),
+                new=False,
+                existing=True,
+                items=eligible[key[0]],
+            )
+        )
+    for name, count in sorted(min_launches.items()):
+        if count:
+            spec = types[name]
+            hosts = tuple(fresh_host(spec, h, -1) for h in range(spec.hosts))
+            kinds.append(Kind(0, name, 0.0, count, hosts, new=False, items=eligible[name]))
+    for name, spec in types.items():
+        if not spec.available or unit_room[name] == 0:
+            continue
+        hosts = tuple(fresh_host(spec, h, -1) for h in range(spec.hosts))
+        kinds.append(
+            Kind(
+                0,
+                name,
+                prices[name],
+                unit_room[name],
+                hosts,
+                new=True,
+                needs_anchor=is_accelerator_type(spec),
+                items=eligible[name],
+            )
+        )
+    for position, kind in enumerate(kinds):
+        kind.index = position
+    return kinds
+
+
+# Realisation -------------------------------------------------------------------------------
+@dataclass(eq=False)
+class _Group:
+    """``units`` identical units of one kind, each holding ``hosts`` (per host, copies)."""
+
+    kind: Kind
+    hosts: list[list[tuple[int, int]]]
+    units: int
+
+    def copies(self) -> dict[int, int]:
+        counts: dict[int, int] = defaultdict(int)
+        for host in self.hosts:
+            for index, n in host:
+                counts[index] += n
+        return counts
+
+
+class _Realisation:
+    """Units chosen by the patterns, trimmed to the demand, gangs whole, residue packed."""
+
+    def __init__(
+        self, items: Sequence[Item], kinds: Sequence[Kind], global_room: int | None, notes: list
+    ) -> None:
+        self.items = {item.index: item for item in items}
+        self.kinds = kinds
+        self.global_room = global_room
+        self.notes = notes
+        self.groups: list[_Group] = []
+
+    def run(self, demand: Mapping[int, int]) -> None:
+        result = generate(list(self.items.values()), demand, self.kinds, self.global_room)
+        self.notes.extend(result.notes)
+        self._add(result.kinds, result.chosen)
+        self._trim(demand)
+        self._dissolve_anchorless()
+        placed = self.placed()
+        short = {i: n - placed.get(i, 0) for i, n in demand.items() if placed.get(i, 0) < n}
+        if short:
+            self._pack_residue(short)
+            self._trim(demand)
+            if self._dissolve_anchorless(dry_run=True):
+                self.notes.append(
+                    "an accelerator unit holds only CPU-only work after trimming (kept)"
+                )
+
+    def placed(self) -> dict[int, int]:
+        counts: dict[int, int] = defaultdict(int)
+        for group in self.groups:
+            for index, n in group.copies().items():
+                counts[index] += n * group.units
+        return dict(counts)
+
+    def placed_on_existing(self) -> int:
+        return sum(
+            n * group.units
+            for group in self.groups
+            if group.kind.existing
+            for n in group.copies().values()
+        )
+
+    def _add(self, kinds: Sequence[Kind], chosen: Sequence[tuple[Pattern, int]]) -> None:
+        for pattern, units in chosen:
+            kind = kinds[pattern.kind]
+            origin = kind.origin
+            if not isinstance(origin, _Group):
+                self.groups.append(_Group(kind, [list(h) for h in pattern.hosts], units))
+                continue
+            # Room left on units already chosen: those units hold more.
+            origin.units -= units
+            hosts = [list(a) + list(b) for a, b in zip(origin.hosts, pattern.hosts, strict=False)]
+            self.groups.append(_Group(origin.kind, hosts, units))
+        self.groups = [g for g in self.groups if g.units > 0]
+
+    def _targets(self, demand: Mapping[int, int]) -> dict[int, int]:
+        """Copies to keep: the demand, and for gang slots the number of whole gangs."""
+        placed = self.placed()
+        targets = {index: min(n, placed.get(index, 0)) for index, n in demand.items()}
+        gangs: dict[int, list[int]] = defaultdict(list)
+        for index in demand:
+            group = self.items[index].spread_group
+            if group is not None:
+                gangs[group].append(index)
+        for members in gangs.values():
+            whole = min(targets[i] for i in members)
+            for index in members:
+                targets[index] = whole
+        return targets
+
+    def _trim(self, demand: Mapping[int, int]) -> None:
+        targets = self._targets(demand)
+        placed = self.placed()
+        for index in sorted(placed):
+            excess = placed[index] - targets.get(index, 0)
+            if excess > 0:
+                self._trim_item(index, excess)
+        self.groups = [g for g in self.groups if g.units > 0 and any(g.hosts)]
+
+    def _trim_item(self, index: int, excess: int) -> None:
+        """Take ``excess`` copies off units: first where that empties a launched unit, then
+        launched units, then free capacity."""
+
+        def order(position: int) -> tuple:
+            group = self.groups[position]
+            counts = group.copies()
+            return (not group.kind.new, len(counts) > 1, -counts.get(index, 0), position)
+
+        holders = [p for p, g in enumerate(self.groups) if g.copies().get(index)]
+        for position in sorted(holders, key=order):
+            if excess <= 0:
+                break
+            group = self.groups[position]
+            per_unit = group.copies()[index]
+            whole = min(group.units, excess // per_unit)
+            if whole:
+                stripped = [[(i, n) for i, n in host if i != index] for host in group.hosts]
+                group.units -= whole
+                self.groups.append(_Group(group.kind, stripped, whole))
+                excess -= whole * per_unit
+            if 0 < excess < per_unit and group.units > 0:
+                group.units -= 1
+                self.groups.append(_Group(group.kind, _without(group.hosts, index, excess), 1))
+                excess = 0
+
+    def _dissolve_anchorless(self, dry_run: bool = False) -> bool:
+        """Drop launched accelerator units left holding only riders (their riders are then
+        packed again)."""
+        found = False
+        for group in self.groups:
+            if group.kind.needs_anchor and all(
+                self.items[i].rider for host in group.hosts for i, _ in host
+            ):
+                found = True
+                if not dry_run:
+                    group.units = 0
+        self.groups = [g for g in self.groups if g.units > 0]
+        return found
+
+    def _pack_residue(self, short: Mapping[int, int]) -> None:
+        """Pack what is missing into the room left on chosen units, then new units."""
+        used: dict[str, int] = defaultdict(int)
+        for group in self.groups:
+            if group.kind.new:
+                used[group.kind.node_type] += group.units
+        kinds: list[Kind] = []
+        for group in self.groups:
+            hosts = replay(
+                group.kind, Pattern(-1, tuple(tuple(h) for h in group.hosts)), self.items
+            )
+            if hosts is None:
+                continue
+            room = Kind(
+                0,
+                group.kind.node_type,
+                0.0,
+                group.units,
+                tuple(hosts),
+                new=False,
+                existing=group.kind.existing,
+                items=group.kind.items,
+                origin=group,
+            )
+            kinds.append(room)
+        for kind in self.kinds:
+            if kind.new:
+                limit = None if kind.limit is None else kind.limit - used[kind.node_type]
+                kinds.append(
+                    Kind(
+                        0,
+                        kind.node_type,
+                        kind.cost,
+                        limit,
+                        kind.hosts,
+                        True,
+                        needs_anchor=kind.needs_anchor,
+                        items=kind.items,
+                    )
+                )
+        room = None
+        if self.global_room is not None:
+            room = self.global_room - sum(used.values())
+        result = generate(list(self.items.values()), short, kinds, room)
+        self.notes.extend(result.notes)
+        self._add(result.kinds, result.chosen)
+
+
+def _without(hosts: list[list[tuple[int, int]]], index: int, copies: int) -> list:
+    """``hosts`` with ``copies`` fewer copies of ``index`` (taken from the last host first)."""
+    out = [list(host) for host in hosts]
+    for host in reversed(out):
+        for position in range(len(host) - 1, -1, -1):
+            i, n = host[position]
+            if i != index or copies <= 0:
+                continue
+            take = min(n, copies)
+            copies -= take
+            if n - take:
+                host[position] = (i, n - take)
+            else:
+                del host[position]
+    return out
 
 
 # Inputs --------------------------------------------------------------------------------
@@ -148,14 +459,14 @@ def _existing_units(existing: Sequence[ExistingNode]) -> dict[str, int]:
 
 def _existing_bin(node: ExistingNode, index: int) -> Bin:
     devices = {
-        name: [round(share * 10_000) for share in shares]
+        name: [round(share * SHARE_UNITS) for share in shares]
         for name, shares in node.device_free.items()
     }
     for name, quantity in node.free.items():
         if name in DEVICE_RESOURCES and name not in devices and quantity > 0:
-            whole, rest = divmod(round(quantity * 10_000), 10_000)
-            devices[name] = [10_000] * whole + ([rest] if rest else [])
-    return Bin(node.node_type, -(index + 1), to_units(node.free), devices, new=False)
+            whole, rest = divmod(round(quantity * SHARE_UNITS), SHARE_UNITS)
+            devices[name] = [SHARE_UNITS] * whole + ([rest] if rest else [])
+    return Bin(node.node_type, -(index + 1), share_vector(node.free), devices, new=False)
 
 
 def _surrogate_prices(types: Mapping[str, NodeType], notes: list[str]) -> dict[str, float]:
@@ -166,172 +477,10 @@ def _surrogate_prices(types: Mapping[str, NodeType], notes: list[str]) -> dict[s
     return {name: t.price if t.price is not None else fallback for name, t in types.items()}
 
 
-def _unit_capacity(node_type: NodeType) -> dict[str, int]:
-    capacity: dict[str, int] = defaultdict(int)
-    for host in range(node_type.hosts):
-        for name, quantity in fresh_host(node_type, host, -1).free.items():
-            capacity[name] += quantity
-    return dict(capacity)
-
-
-def _devices(node_type: NodeType) -> dict[str, int]:
-    counts: dict[str, int] = defaultdict(int)
-    for host in range(node_type.hosts):
-        for name, shares in fresh_host(node_type, host, -1).devices.items():
-            counts[name] += len(shares)
-    return dict(counts)
-
-
-def _pools(open_bins: Sequence[Bin]) -> list[Capacity]:
-    free: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for host in open_bins:
-        for name, quantity in host.free.items():
-            free[host.node_type][name] += max(quantity, 0)
-    return [Capacity(POOL + name, dict(cap), 0.0, None) for name, cap in sorted(free.items())]
-
-
-# Placement ------------------------------------------------------------------------------
-def _order(items: Sequence[Item]) -> list[Item]:
-    """Gangs first (they are the hardest to place), then groups, then biggest first."""
-
-    def key(item: Item) -> tuple:
-        size = sum(need for name, need in item.needs.items() if name in DEVICE_RESOURCES)
-        return (
-            item.spread_group is None,
-            len(item.parts) == 1,
-            -size,
-            -item.needs.get("CPU", 0),
-            -item.needs.get("memory", 0),
-            item.index,
-        )
-
-    return sorted(items, key=key)
-
-
-def _place(
-    items: Sequence[Item],
-    packer: Packer,
-    solution: Solution,
-    launchable: set[str],
-    prices: Mapping[str, float],
-) -> None:
-    left = {item.index: item.count for item in items}
-    ordered = _order(items)
-    for item in ordered:  # 1. free capacity, as much as the program used
-        planned = sum(
-            v for (i, t), v in solution.assignment.items() if i == item.index and t.startswith(POOL)
-        )
-        if planned > 0:
-            target = min(left[item.index], math.ceil(planned - 1e-6))
-            left[item.index] -= packer.place_open(item, target, item.candidates, new_only=False)
-    per_type: dict[str, list[tuple[Item, int]]] = defaultdict(list)
-    for item in ordered:  # 2. new units of the types the program chose
-        for name in item.candidates:
-            planned = solution.assignment.get((item.index, name), 0.0)
-            share = min(left[item.index], round(planned))
-            if share > 0 and name in launchable:
-                per_type[name].append((item, share))
-                left[item.index] -= share
-    for name in sorted(per_type):
-        for index, rest in packer.fill_new_units(name, per_type[name]).items():
-            left[index] += rest
-    for item in ordered:  # 3. what is left: any open room, then the cheapest fitting type
-        if left[item.index]:
-            left[item.index] -= packer.place_open(item, left[item.index], item.candidates, False)
-        for name in _by_cost_per_copy(item, packer, launchable, prices):
-            if not left[item.index]:
-                break
-            rest = packer.fill_new_units(name, [(item, left[item.index])])
-            left[item.index] = rest.get(item.index, 0)
-
-
-def _by_cost_per_copy(
-    item: Item, packer: Packer, launchable: set[str], prices: Mapping[str, float]
-) -> list[str]:
-    """Candidate types cheapest per copy of ``item`` first (higher priority breaks ties)."""
-    ranked = []
-    for name in item.candidates:
-        if name not in launchable:
-            continue
-        spec = packer.node_types[name]
-        fit = sum(
-            fresh_host(spec, host, -1).fit_count(item.parts[0], item.count)
-            if len(item.parts) == 1
-            else int(fresh_host(spec, host, -1).fits_all(item.parts))
-            for host in range(spec.hosts)
-        )
-        if fit:
-            ranked.append((prices[name] / fit, -spec.priority, name))
-    return [name for _, _, name in sorted(ranked)]
-
-
-def _settle_gangs(items: Sequence[Item], packer: Packer) -> dict[int, int]:
-    """Keep only whole STRICT_SPREAD gangs; roll back the rest. Returns unplaced copies."""
-    unplaced: dict[int, int] = {}
-    groups: dict[int, list[Item]] = defaultdict(list)
-    for item in items:
-        if item.spread_group is not None:
-            groups[item.spread_group].append(item)
-    for members in groups.values():
-        whole = min(packer.placed_count(item) for item in members)
-        for item in members:
-            extra = packer.placed_count(item) - whole
-            for placement in reversed([p for p in packer.log if p.item is item]):
-                if extra <= 0:
-                    break
-                if placement.count <= extra:
-                    packer.undo(placement)
-                    extra -= placement.count
-                else:  # shrink it: undo, then re-place the copies that stay
-                    keep = placement.count - extra
-                    packer.undo(placement)
-                    packer.place_open(item, keep, [placement.bin.node_type], new_only=False)
-                    extra = 0
-            if whole < item.count:
-                unplaced[item.index] = item.count - whole
-    return unplaced
-
-
-def _empty_weak_units(packer: Packer, prices: Mapping[str, float]) -> None:
-    """Close demand units left empty, then try emptying the least-used unit of each type
-    into free room elsewhere (a cheaper plan when rounding left a unit nearly idle)."""
-    for name, units in list(packer.demand_units.items()):
-        for unit in list(units):
-            if not packer.unit_load.get((name, unit)):
-                packer.close_unit(name, unit)
-    for name in sorted(packer.demand_units, key=lambda n: -prices[n]):
-        units = packer.demand_units[name]
-        if not units:
-            continue
-        weakest = min(units, key=lambda u: (packer.unit_load.get((name, u), 0), -u))
-        moved = [p for p in packer.log if p.bin.node_type == name and p.bin.unit == weakest]
-        _try_move(packer, moved, name, weakest)
-
-
-def _try_move(packer: Packer, moved: list, name: str, unit: int) -> None:
-    """Re-place a unit's placements elsewhere; keep the change only if all of them moved."""
-    hosts = [b for b in packer.bins[name] if b.unit == unit]
-    packer.bins[name] = [b for b in packer.bins[name] if b.unit != unit]
-    for placement in moved:
-        packer.undo(placement)
-    start = len(packer.log)
-    for placement in moved:
-        got = packer.place_open(placement.item, placement.count, placement.item.candidates, False)
-        if got < placement.count:
-            for new_placement in reversed(packer.log[start:]):
-                packer.undo(new_placement)
-            packer.bins[name].extend(hosts)
-            for old in moved:
-                packer.redo(old)
-            return
-    packer.bins[name].extend(hosts)
-    packer.close_unit(name, unit)
-
-
 # Results --------------------------------------------------------------------------------
 def _launches(
     types: Mapping[str, NodeType],
-    packer: Packer,
+    groups: Sequence[_Group],
     min_launches: Mapping[str, int],
     existing_units: Mapping[str, int],
     request: PlanRequest,
@@ -342,15 +491,17 @@ def _launches(
     deferred = []
     speed = request.limits.upscaling_speed
     serves: dict[str, dict[tuple, int]] = defaultdict(lambda: defaultdict(int))
-    demand_units = {name: set(units) for name, units in packer.demand_units.items()}
-    for p in packer.log:
-        if p.bin.new and p.bin.unit in demand_units.get(p.bin.node_type, ()):
-            for resources in p.item.resources:
-                serves[p.bin.node_type][tuple(sorted(resources.items()))] += p.count
-    for name in sorted(packer.demand_units):
-        count = len(packer.demand_units[name])
-        if not count:
+    units: dict[str, int] = defaultdict(int)
+    for group in groups:
+        if not group.kind.new:
             continue
+        name = group.kind.node_type
+        units[name] += group.units
+        for index, copies in group.copies().items():
+            for resources in _items_of(group)[index].resources:
+                serves[name][tuple(sorted(resources.items()))] += copies * group.units
+    for name in sorted(units):
+        count = units[name]
         have = existing_units.get(name, 0) + min_launches.get(name, 0)
         if speed is not None and have > 0:
             cap = max(UPSCALING_FLOOR, math.ceil(speed * have))
@@ -360,6 +511,10 @@ def _launches(
         served = tuple((dict(k), n) for k, n in sorted(serves[name].items()))
         launches.append(Launch(name, count, "demand", served))
     return launches, deferred
+
+
+def _items_of(group: _Group) -> dict[int, Item]:
+    return {item.index: item for item in group.kind.items}
 
 
 def _infeasible(item: Item, node_types: Sequence[NodeType]) -> Infeasible:

@@ -79,7 +79,14 @@ def test_json_output_is_exactly_the_documented_shape():
     result = CliRunner().invoke(cli, ["plan", AWS, "--bundles", bundles, "--json"])
     assert result.exit_code == 0, result.output
     output = json.loads(result.output)
-    assert set(output) == {"launch", "infeasible", "cost_per_hour", "lower_bound_per_hour"}
+    assert set(output) == {
+        "launch",
+        "infeasible",
+        "cost_per_hour",
+        "lower_bound_per_hour",
+        "node_count",
+        "node_lower_bound",
+    }
     assert output["launch"] == {"gpu_workers": 2}  # the CPU bundle fits on the head
     (infeasible,) = output["infeasible"]
     assert set(infeasible) == {"resources", "count", "reason"}
@@ -87,6 +94,8 @@ def test_json_output_is_exactly_the_documented_shape():
     assert "closest is gpu_workers" in infeasible["reason"]
     assert output["cost_per_hour"] == pytest.approx(2 * 32.7726)
     assert output["lower_bound_per_hour"] <= output["cost_per_hour"]
+    assert output["node_count"] == 2
+    assert 1 <= output["node_lower_bound"] <= output["node_count"]
 
 
 def test_explain_adds_notes_warnings_and_ignored_keys():
@@ -96,5 +105,5 @@ def test_explain_adds_notes_warnings_and_ignored_keys():
     assert isinstance(explain["notes"], list)
     result = CliRunner().invoke(cli, ["plan", AWS, "--explain", "--bundles", '[{"GPU": 16}]'])
     assert result.exit_code == 0, result.output
-    for text in ("setup_commands", "Infeasible", "gap"):
+    for text in ("setup_commands", "Infeasible", "gap", "accelerator_conservation: spare"):
         assert text in result.output

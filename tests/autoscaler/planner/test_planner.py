@@ -130,8 +130,12 @@ def test_unrelated_infeasible_demand_does_not_change_conservation():
 
 
 def test_cpu_demand_uses_an_accelerator_type_only_when_nothing_else_fits():
-    result = run([CPU8, T4X4], bundles=[({"CPU": 40}, 1), ({"CPU": 1}, 8)])
-    assert result.launch_counts() == {"g4dn.12xlarge": 1, "m6i.2xlarge": 1}
+    bundles = [({"CPU": 40}, 1), ({"CPU": 1}, 8)]
+    strict = run([CPU8, T4X4], bundles=bundles, accelerator_conservation="strict")
+    assert strict.launch_counts() == {"g4dn.12xlarge": 1, "m6i.2xlarge": 1}
+    # spare: the small tasks use the room the 40-CPU task leaves on the accelerator node.
+    spare = run([CPU8, T4X4], bundles=bundles)
+    assert spare.launch_counts() == {"g4dn.12xlarge": 1}
 
 
 def test_generic_type_matches_every_variant_and_variant_only_itself():

@@ -1,0 +1,259 @@
+"""Lower bounds on the cost and on the number of units of any plan, as one LP.
+
+Every plan that places the demand satisfies, for each kind (launchable type or group of free
+capacity): its units' aggregated capacity holds what is placed on it, one unit holds at most
+as many copies of an item as fit on it alone, a device takes at most one share above half a
+device (two of exactly half), a launched unit holds something, and (accelerator
+conservation) a launched accelerator unit holds accelerator work. The LP over those
+constraints, with unit counts relaxed to real numbers, is therefore a valid lower bound on
+the cost of any plan under the policy in force; the same LP with unit costs of 1 bounds the
+number of units, and with a cap on the cost added, the number of units of any plan costing
+at most that much.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from accel.allocation import SHARE_UNITS
+from autoscaler.planner.items import DEVICE_RESOURCES, Item
+from autoscaler.planner.patterns import GUARD_TIME_S, Kind, fit, new_solver
+
+MIP_BOUND_ABOVE = 0.01
+"""Where the plan costs more than this above the LP bound, whole units are required too."""
+MIP_BOUND_UNITS = 200
+"""...and where the plan has at most this many units (beyond that, rounding a fractional
+unit per kind is a small share of the cost and the MIP's root costs more than it gains)."""
+MIP_BOUND_NODES = 1
+"""Branch-and-bound nodes for that: the root (cuts included) only, deterministic; its dual
+bound is valid wherever the search stops."""
+
+
+@dataclass(frozen=True)
+class Bounds:
+    cost: float
+    """Cost of the new units of any plan placing as much (0 when nothing is needed)."""
+    units: int
+    """New units of any such plan."""
+    notes: tuple[str, ...] = ()
+
+
+def lower_bounds(
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    kinds: Sequence[Kind],
+    global_room: int | None,
+    cost_cap: float | None = None,
+    plan_units: int | None = None,
+) -> Bounds:
+    """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
+    most ``cost_cap`` (None: any plan)."""
+    import highspy
+
+    items = [item for item in items if demand.get(item.index, 0) > 0]
+    kinds = [kind for kind in kinds if kind.limit != 0]
+    if not items:
+        return Bounds(0.0, 0)
+    inf = highspy.kHighsInf
+    cost: list[float] = []
+    lower: list[float] = []
+    upper: list[float] = []
+    nodes: list[float] = []
+
+    def column(c: float, hi: float, node: float = 0.0) -> int:
+        cost.append(c)
+        lower.append(0.0)
+        upper.append(hi)
+        nodes.append(node)
+        return len(cost) - 1
+
+    rows: list[tuple[list[int], list[float], float, float]] = []
+    x_of = {
+        id(kind): column(
+            kind.cost, inf if kind.limit is None else float(kind.limit), 1.0 if kind.new else 0.0
+        )
+        for kind in kinds
+    }
+    penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
+    placements: dict[int, list[int]] = {item.index: [] for item in items}
+    for kind in kinds:
+        x = x_of[id(kind)]
+        eligible = []
+        for item in kind.items:
+            if item.index not in placements:
+                continue
+            copies = sum(fit(host.copy(host.unit), item, demand[item.index]) for host in kind.hosts)
+            if copies:
+                eligible.append((item, copies))
+        if not eligible:
+            continue
+        y_of = {}
+        for item, copies in eligible:
+            y = column(0.0, inf)
+            y_of[item.index] = y
+            placements[item.index].append(y)
+            rows.append(([y, x], [1.0, -float(copies)], -inf, 0.0))  # copies per unit
+        capacity: dict[str, int] = {}
+        for host in kind.hosts:
+            for name, quantity in host.free.items():
+                capacity[name] = capacity.get(name, 0) + max(quantity, 0)
+        for name in sorted({n for item, _ in eligible for n in item.needs}):
+            users = [(item, item.needs[name]) for item, _ in eligible if item.needs.get(name)]
+            if not users or not capacity.get(name):
+                continue
+            cols = [y_of[item.index] for item, _ in users] + [x]
+            vals = [need / capacity[name] for _, need in users] + [-1.0]
+            rows.append((cols, vals, -inf, 0.0))
+        for name, (devices, size) in _devices(kind).items():
+            weights = [(item, _device_weight(item, name, size)) for item, _ in eligible]
+            weights = [(item, w) for item, w in weights if w > 0]
+            if weights:
+                cols = [y_of[item.index] for item, _ in weights] + [x]
+                rows.append((cols, [w for _, w in weights] + [-float(devices)], -inf, 0.0))
+        if kind.new:  # a launched unit holds something (accelerator work, if it must)
+            holders = [
+                y_of[item.index] for item, _ in eligible if not (kind.needs_anchor and item.rider)
+            ]
+            rows.append(([x, *holders], [1.0] + [-1.0] * len(holders), -inf, 0.0))
+    for item in items:
+        u = column(penalty, inf)
+        cols = [*placements[item.index], u]
+        rows.append((cols, [1.0] * len(cols), float(demand[item.index]), inf))
+        placements[item.index].append(u)
+    slack_cols = [placements[item.index][-1] for item in items]
+    if global_room is not None:
+        new = [x_of[id(kind)] for kind in kinds if kind.new]
+        if new:
+            rows.append((new, [1.0] * len(new), -inf, float(global_room)))
+
+    def model():
+        h = new_solver()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("random_seed", 0)
+        h.setOptionValue("time_limit", GUARD_TIME_S)
+        n = len(cost)
+        h.addVars(n, np.array(lower), np.array(upper))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))
+        starts, index, value = [], [], []
+        for cols, vals, _, _ in rows:
+            starts.append(len(index))
+            index.extend(cols)
+            value.extend(vals)
+        h.addRows(
+            len(rows),
+            np.array([r[2] for r in rows]),
+            np.array([r[3] for r in rows]),
+            len(index),
+            np.array(starts, np.int32),
+            np.array(index, np.int32),
+            np.array(value),
+        )
+        return h
+
+    h = model()
+    n = len(cost)
+    notes: list[str] = []
+    cost_bound = _solve(h, highspy, notes, slack_cols, penalty)
+    small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
+
+    def whole_units(objective: np.ndarray) -> float | None:
+        """Root dual bound with whole units (valid wherever the node limit stops it)."""
+        mip = model()
+        units = list(x_of.values())
+        mip.changeColsIntegrality(
+            len(units),
+            np.array(units, np.int32),
+            np.array([highspy.HighsVarType.kInteger] * len(units)),
+        )
+        for col in slack_cols:  # a plan placing the demand given leaves nothing unplaced
+            mip.changeColBounds(col, 0.0, 0.0)
+        if cost_cap is not None and objective is not None:
+            new = [x_of[id(kind)] for kind in kinds if kind.new and kind.cost > 0]
+            if new:
+                prices = [cost[c] for c in new]
+                mip.addRow(-inf, cost_cap, len(new), np.array(new, np.int32), np.array(prices))
+            mip.changeColsCost(n, np.arange(n, dtype=np.int32), objective)
+        mip.setOptionValue("mip_max_nodes", MIP_BOUND_NODES)
+        mip.setOptionValue("mip_rel_gap", 1e-4)
+        mip.run()
+        status = mip.getModelStatus()
+        if status == highspy.HighsModelStatus.kTimeLimit:
+            notes.append(f"bound MIP: solver time guard ({GUARD_TIME_S:g} s) reached")
+        dual = mip.getInfo().mip_dual_bound
+        if np.isfinite(dual) and status != highspy.HighsModelStatus.kInfeasible:
+            return dual
+        return None
+
+    if small and cost_cap is not None and cost_cap > (1 + MIP_BOUND_ABOVE) * cost_bound:
+        dual = whole_units(None)
+        if dual is not None:
+            cost_bound = max(cost_bound, dual)
+    # The unit bound is for plans placing as much: hold the unplaced copies where they are.
+    left = h.getSolution().col_value
+    for col in slack_cols:
+        h.changeColBounds(col, 0.0, left[col] + 1e-9)
+    if cost_cap is not None:
+        new = [x_of[id(kind)] for kind in kinds if kind.new and kind.cost > 0]
+        if new:
+            prices = [cost[c] for c in new]
+            h.addRow(-inf, cost_cap, len(new), np.array(new, np.int32), np.array(prices))
+    node_objective = np.array(nodes)
+    node_objective[slack_cols] = 10.0
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
+    unit_bound = _solve(h, highspy, notes, slack_cols, 10.0)
+    if small and plan_units > (1 + MIP_BOUND_ABOVE) * unit_bound:
+        dual = whole_units(np.array(nodes))
+        if dual is not None:
+            unit_bound = max(unit_bound, dual)
+    return Bounds(max(cost_bound, 0.0), max(0, math.ceil(unit_bound - 1e-6)), tuple(notes))
+
+
+def _solve(h, highspy, notes: list[str], slack_cols: list[int], penalty: float) -> float:
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        notes.append(f"bound LP ended {h.modelStatusToString(status)}: bound reported as 0")
+        return 0.0
+    values = h.getSolution().col_value
+    # Dual objective minus the penalty of what the LP leaves unplaced: what placing the rest
+    # costs at least (an LP's objective equals its dual bound at optimality).
+    value = h.getInfo().objective_function_value
+    return value - penalty * sum(values[c] for c in slack_cols)
+
+
+def _devices(kind: Kind) -> dict[str, tuple[int, int]]:
+    """Per device resource: (devices per unit, share per device) where all are equal."""
+    found: dict[str, tuple[int, int]] = {}
+    for host in kind.hosts:
+        for name, shares in host.devices.items():
+            if name not in DEVICE_RESOURCES or not shares:
+                continue
+            if len(set(shares)) != 1:
+                return {}
+            count, size = found.get(name, (0, shares[0]))
+            if size != shares[0]:
+                return {}
+            found[name] = (count + len(shares), size)
+    return found
+
+
+def _device_weight(item: Item, resource: str, size: int) -> float:
+    """Devices one copy occupies at least: whole ones, 1 for a share above half a device,
+    1/2 for exactly half, 0 below (per device these weights sum to at most 1)."""
+    weight = 0.0
+    for part in item.parts:
+        for name, share in part.devices:
+            if name != resource:
+                continue
+            if share >= SHARE_UNITS:
+                weight += share // SHARE_UNITS
+            elif 2 * share > size:
+                weight += 1.0
+            elif 2 * share == size:
+                weight += 0.5
+    return weight

@@ -1,0 +1,542 @@
+"""Configurations (patterns): what one unit of a kind holds, chosen by column generation.
+
+A *kind* is something units can be taken from: a launchable node type (price per unit, a
+per-type room) or a group of identical free capacity (running, pending or ``min_workers``
+hosts: cost 0, as many units as hosts). A *pattern* is one unit's contents, host by host,
+found by actually packing the unit with :class:`~autoscaler.planner.capacity.Bin` (per-device
+shares, STRICT_SPREAD slots, STRICT_PACK groups), so every pattern the master picks is
+realisable as it stands.
+
+Gilmore-Gomory: the restricted master LP ``min sum(cost[p] x[p])`` subject to every item's
+copies being covered (a STRICT_SPREAD gang is left unplaced only whole), per-kind and global
+limits, prices its duals; a per-kind knapsack (greedy packings in several orders, then a
+wider search once those find nothing; exact device accounting) offers patterns with a
+negative reduced cost, until none is found or a fixed round count is reached. Fewer nodes:
+a second phase prices each new unit at :data:`NODE_TOLERANCE` of the average unit cost, so
+bigger units win ties. Integer plan: the units the LP takes whole are kept; the remainder
+(a few units per basic pattern) gets its own column generation, seeded with small
+single-item units, and a MIP (deterministic node limit) over all patterns. Nothing depends
+on wall-clock time; a time limit is only a last-resort guard, reported when hit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from autoscaler.planner.capacity import Bin
+from autoscaler.planner.items import Item
+
+MAX_ROUNDS = 60
+"""Column-generation rounds at most (deterministic)."""
+WIDE_FIRST = 8
+"""The wider pricing search starts a packing with each of this many best-ranked items."""
+RESIDUAL_SEEDS = 3
+"""Single-item units offered per item for the remainder (small units round better)."""
+MIP_REL_GAP = 1e-3
+MIP_MAX_NODES = 400
+GUARD_TIME_S = 20.0
+"""Last-resort guard per solver call; never reached on sane inputs, reported when it is."""
+NODE_TOLERANCE = 0.005
+"""Fewer nodes at (nearly) equal cost: each new unit is priced at this fraction of the
+average unit cost of the cheapest fractional plan, so the plan pays at most about this
+fraction of its cost for launching fewer, bigger units."""
+TIE_BREAK = 1e-3
+"""Per-unit surcharge, as a fraction of the cheapest price, so equal-cost patterns favour
+bigger units (it changes any plan's cost by at most this fraction)."""
+
+
+@dataclass(eq=False)
+class Kind:
+    index: int
+    node_type: str
+    cost: float
+    limit: int | None
+    """Units available (None: no limit of its own)."""
+    hosts: tuple[Bin, ...]
+    """One unit's hosts as they are before anything of this plan lands on them."""
+    new: bool
+    """Launched by this plan (counts against the cluster's worker room)."""
+    existing: bool = False
+    """Running or pending capacity (not ``min_workers`` units launched in this plan)."""
+    needs_anchor: bool = False
+    """A new accelerator unit: it must hold work other than riders."""
+    items: list[Item] = field(default_factory=list)
+    """Items one unit may hold."""
+    origin: object | None = None
+    """For room left on units already chosen: the planner's group of those units."""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: int
+    hosts: tuple[tuple[tuple[int, int], ...], ...]
+    """Per host, (item index, copies) in the order they were packed."""
+
+    def totals(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for host in self.hosts:
+            for index, copies in host:
+                counts[index] = counts.get(index, 0) + copies
+        return counts
+
+
+@dataclass
+class Result:
+    kinds: list[Kind]
+    """The kinds the patterns refer to (by position)."""
+    chosen: list[tuple[Pattern, int]]
+    """Patterns and how many units of each."""
+    unplaced: dict[int, int]
+    notes: list[str]
+
+
+# Packing one unit -------------------------------------------------------------------------
+def fit(host: Bin, item: Item, limit: int) -> int:
+    """Copies of ``item`` that fit on ``host`` (at most ``limit``)."""
+    if limit <= 0:
+        return 0
+    if item.spread_group is not None:
+        taken = host.spread_slots.get(item.spread_group)
+        if taken is not None and taken != item.slot:
+            return 0
+    if len(item.parts) == 1:
+        return host.fit_count(item.parts[0], limit)
+    trial = host.copy(host.unit)
+    copies = 0
+    while copies < limit and trial.fits_all(item.parts):
+        for part in item.parts:
+            trial.place(part, 1)
+        copies += 1
+    return copies
+
+
+def put(host: Bin, item: Item, copies: int) -> None:
+    """Place ``copies`` of ``item`` (as :func:`fit` counted them)."""
+    if len(item.parts) == 1:
+        host.place(item.parts[0], copies)
+    else:
+        for _ in range(copies):
+            for part in item.parts:
+                host.place(part, 1)
+    if item.spread_group is not None:
+        host.spread_slots[item.spread_group] = item.slot
+
+
+def replay(kind: Kind, pattern: Pattern, items: Mapping[int, Item]) -> list[Bin] | None:
+    """One unit of ``pattern`` packed again (None if it no longer fits)."""
+    hosts = [h.copy(h.unit) for h in kind.hosts]
+    for host, content in zip(hosts, pattern.hosts, strict=False):
+        for index, copies in content:
+            item = items[index]
+            if fit(host, item, copies) < copies:
+                return None
+            put(host, item, copies)
+    return hosts
+
+
+def pack(kind: Kind, order: Sequence[Item], caps: Mapping[int, int]) -> Pattern | None:
+    """Greedy: each item in ``order`` as many times as fits (up to its cap), host by host."""
+    hosts = [h.copy(h.unit) for h in kind.hosts]
+    content: list[list[tuple[int, int]]] = [[] for _ in hosts]
+    left = dict(caps)
+    for item in order:
+        for position, host in enumerate(hosts):
+            copies = fit(host, item, left.get(item.index, 0))
+            if copies:
+                put(host, item, copies)
+                content[position].append((item.index, copies))
+                left[item.index] -= copies
+    if not any(content):
+        return None
+    return Pattern(kind.index, tuple(tuple(c) for c in content))
+
+
+def shares(kind: Kind, item: Item) -> tuple[float, float]:
+    """(dominant share, summed share) of one copy on one unit of ``kind``."""
+    capacity: dict[str, int] = {}
+    for host in kind.hosts:
+        for name, quantity in host.free.items():
+            capacity[name] = capacity.get(name, 0) + max(quantity, 0)
+    fractions = [need / capacity[name] for name, need in item.needs.items() if capacity.get(name)]
+    if not fractions:
+        return 1e-9, 1e-9
+    return max(max(fractions), 1e-9), max(sum(fractions), 1e-9)
+
+
+# The master --------------------------------------------------------------------------------
+class Master:
+    """The restricted master program in HiGHS: item cover rows, kind and global limit rows."""
+
+    def __init__(
+        self,
+        items: Sequence[Item],
+        demand: Mapping[int, int],
+        kinds: Sequence[Kind],
+        limits: Mapping[int, int | None],
+        global_room: int | None,
+        penalty: float,
+        surcharge: float,
+    ) -> None:
+        import highspy
+
+        self.highspy = highspy
+        self.kinds = kinds
+        self.surcharge = surcharge
+        self.h = new_solver()
+        h = self.h
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", 1)
+        h.setOptionValue("random_seed", 0)
+        h.setOptionValue("time_limit", GUARD_TIME_S)
+        inf = highspy.kHighsInf
+        self.row_of = {item.index: row for row, item in enumerate(items)}
+        for item in items:
+            h.addRow(float(demand[item.index]), inf, 0, np.array([], np.int32), np.array([]))
+        self.limit_row: dict[int, int] = {}
+        for kind in kinds:
+            if limits[kind.index] is not None:
+                self.limit_row[kind.index] = h.getNumRow()
+                h.addRow(-inf, float(limits[kind.index]), 0, np.array([], np.int32), np.array([]))
+        self.global_row = None
+        if global_room is not None:
+            self.global_row = h.getNumRow()
+            h.addRow(-inf, float(global_room), 0, np.array([], np.int32), np.array([]))
+        self.slack_cols: list[int] = []
+        rows_of: dict[tuple, list[int]] = {}
+        for item in items:  # copies left unplaced (whole gangs), at a penalty per bundle
+            key = ("item", item.index) if item.spread_group is None else ("gang", item.spread_group)
+            rows_of.setdefault(key, []).append(self.row_of[item.index])
+        for rows in rows_of.values():
+            self.slack_cols.append(h.getNumCol())
+            h.addCol(
+                penalty * len(rows),
+                0.0,
+                inf,
+                len(rows),
+                np.array(rows, np.int32),
+                np.ones(len(rows)),
+            )
+        self.patterns: list[Pattern] = []
+        self.cols: list[int] = []
+        self.known: set[Pattern] = set()
+
+    def unit_cost(self, kind: Kind) -> float:
+        return kind.cost + (self.surcharge if kind.new else 0.0)
+
+    def add(self, pattern: Pattern) -> bool:
+        if pattern in self.known:
+            return False
+        self.known.add(pattern)
+        kind = self.kinds[pattern.kind]
+        rows, vals = [], []
+        for index, copies in sorted(pattern.totals().items()):
+            if index in self.row_of:
+                rows.append(self.row_of[index])
+                vals.append(float(copies))
+        if not rows:
+            return False
+        if kind.index in self.limit_row:
+            rows.append(self.limit_row[kind.index])
+            vals.append(1.0)
+        if self.global_row is not None and kind.new:
+            rows.append(self.global_row)
+            vals.append(1.0)
+        self.cols.append(self.h.getNumCol())
+        self.patterns.append(pattern)
+        self.h.addCol(
+            self.unit_cost(kind),
+            0.0,
+            self.highspy.kHighsInf,
+            len(rows),
+            np.array(rows, np.int32),
+            np.array(vals),
+        )
+        return True
+
+    def solve_lp(self) -> tuple[dict[int, float], dict[int, float], float]:
+        """Item duals, each kind's limit dual plus the global one (<= 0), and the LP value."""
+        self.h.run()
+        status = self.h.getModelStatus()
+        if status != self.highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"restricted master LP ended {self.h.modelStatusToString(status)}")
+        duals = list(self.h.getSolution().row_dual)
+        item_duals = {index: max(0.0, duals[row]) for index, row in self.row_of.items()}
+        global_dual = duals[self.global_row] if self.global_row is not None else 0.0
+        kind_duals = {
+            kind.index: (duals[self.limit_row[kind.index]] if kind.index in self.limit_row else 0.0)
+            + (global_dual if kind.new else 0.0)
+            for kind in self.kinds
+        }
+        return item_duals, kind_duals, self.h.getInfo().objective_function_value
+
+    def lp_values(self) -> list[float]:
+        values = self.h.getSolution().col_value
+        return [values[col] for col in self.cols]
+
+    def lp_cost_and_units(self) -> tuple[float, float]:
+        """Cost (without surcharges) and new units of the current LP solution."""
+        values = self.h.getSolution().col_value
+        cost = units = 0.0
+        for pattern, col in zip(self.patterns, self.cols, strict=True):
+            kind = self.kinds[pattern.kind]
+            cost += kind.cost * values[col]
+            units += values[col] if kind.new else 0.0
+        return cost, units
+
+    def set_surcharge(self, surcharge: float) -> None:
+        """Change the per-unit surcharge of new units (every column's cost)."""
+        self.surcharge = surcharge
+        if self.cols:
+            costs = [self.unit_cost(self.kinds[p.kind]) for p in self.patterns]
+            self.h.changeColsCost(
+                len(self.cols), np.array(self.cols, np.int32), np.array(costs, np.float64)
+            )
+
+    def solve_integer(self, notes: list[str], absolute_gap: float = 0.0) -> list[int]:
+        """Units per pattern: the integer plan of least cost plus surcharges over the
+        generated patterns (falls back to the LP solution rounded down)."""
+        highspy = self.highspy
+        h = self.h
+        lp_values = list(h.getSolution().col_value)
+        n = len(self.cols)
+        if n == 0:
+            return []
+        cols = np.array(self.cols, np.int32)
+        h.changeColsIntegrality(n, cols, np.array([highspy.HighsVarType.kInteger] * n))
+        h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
+        h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
+        h.setOptionValue("mip_allow_restart", False)
+        h.setOptionValue("mip_max_nodes", MIP_MAX_NODES)
+        values = self._run_mip(notes, "integer plan")
+        if values is None:
+            notes.append("no integer plan over the patterns: LP solution rounded down")
+            return [math.floor(lp_values[c] + 1e-9) for c in self.cols]
+        return [round(values[c]) for c in self.cols]
+
+    def _run_mip(self, notes: list[str], what: str) -> list[float] | None:
+        h = self.h
+        h.run()
+        status = h.getModelStatus()
+        ok = self.highspy.HighsModelStatus
+        if status == ok.kTimeLimit:
+            notes.append(f"{what}: solver time guard ({GUARD_TIME_S:g} s) reached")
+        elif status not in (ok.kOptimal, ok.kSolutionLimit, ok.kIterationLimit) and (
+            "node" not in h.modelStatusToString(status).lower()
+        ):
+            notes.append(f"{what}: solver ended {h.modelStatusToString(status)}")
+        info = h.getInfo()
+        if info.primal_solution_status != 2:  # no feasible solution
+            return None
+        return list(h.getSolution().col_value)
+
+
+class SolverError(RuntimeError):
+    pass
+
+
+# Column generation --------------------------------------------------------------------------
+def generate(
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    kinds: Sequence[Kind],
+    global_room: int | None,
+) -> Result:
+    """Patterns and units per pattern that cover ``demand`` (copies per item index)."""
+    notes: list[str] = []
+    items = [item for item in items if demand.get(item.index, 0) > 0]
+    wanted = {item.index for item in items}
+    kinds = [
+        replace(kind, index=position, items=[i for i in kind.items if i.index in wanted])
+        for position, kind in enumerate(k for k in kinds if k.limit != 0)
+    ]
+    kinds = [
+        replace(kind, index=position) for position, kind in enumerate(k for k in kinds if k.items)
+    ]
+    if not items or not kinds:
+        return Result(kinds, [], {i.index: demand[i.index] for i in items}, notes)
+    by_index = {item.index: item for item in items}
+    prices = [kind.cost for kind in kinds if kind.new and kind.cost > 0]
+    surcharge = TIE_BREAK * min(prices, default=1.0)
+    penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
+    limits = {kind.index: kind.limit for kind in kinds}
+    master = Master(items, demand, kinds, limits, global_room, penalty, surcharge)
+    share_of = {
+        (kind.index, item.index): shares(kind, item) for kind in kinds for item in kind.items
+    }
+    caps = {index: demand[index] for index in by_index}
+
+    for item in items:  # start: a unit of the cheapest kind per copy, holding it alone
+        _seed(master, kinds, item, caps, 1)
+
+    rounds = _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+    # Fewer nodes: price each new unit at NODE_TOLERANCE of the average unit cost of the
+    # cheapest (fractional) plan, generate the patterns that favours.
+    lp_cost, lp_units = master.lp_cost_and_units()
+    if lp_units > 0 and lp_cost > 0:
+        master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
+        rounds += _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+
+    # Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
+    # pattern) is planned again with patterns generated for it, then solved as a MIP.
+    taken: dict[Pattern, int] = {}
+    for pattern, value in zip(master.patterns, master.lp_values(), strict=True):
+        if math.floor(value + 1e-9) > 0:
+            taken[pattern] = math.floor(value + 1e-9)
+    covered = _covered(taken)
+    rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
+    if rest:
+        used: dict[int, int] = {}
+        for pattern, units in taken.items():
+            used[pattern.kind] = used.get(pattern.kind, 0) + units
+        rest_limits = {
+            k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds
+        }
+        rest_room = None
+        if global_room is not None:
+            rest_room = global_room - sum(u for k, u in used.items() if kinds[k].new)
+        rest_items = [by_index[i] for i in sorted(rest)]
+        residual = Master(
+            rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge
+        )
+        for pattern in master.patterns:
+            residual.add(pattern)
+        for item in rest_items:  # small units for what is left: each item alone
+            _seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
+        rounds += _column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
+        for pattern, units in zip(
+            residual.patterns, residual.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
+        ):
+            if units > 0:
+                taken[pattern] = taken.get(pattern, 0) + units
+    if rounds >= 3 * MAX_ROUNDS:
+        notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
+    chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
+    covered = _covered(taken)
+    unplaced = {
+        index: demand[index] - covered.get(index, 0)
+        for index in by_index
+        if covered.get(index, 0) < demand[index]
+    }
+    return Result(kinds, chosen, unplaced, notes)
+
+
+def _seed(
+    master: Master, kinds: Sequence[Kind], item: Item, caps: Mapping[int, int], best: int
+) -> None:
+    """Add the ``best`` cheapest-per-copy units holding only ``item`` (up to its cap)."""
+    ranked = []
+    for kind in kinds:
+        if item not in kind.items or (kind.needs_anchor and item.rider):
+            continue
+        pattern = pack(kind, [item], {item.index: caps[item.index]})
+        if pattern is not None:
+            copies = pattern.totals()[item.index]
+            ranked.append((master.unit_cost(kind) / copies, kind.index, pattern))
+    for _, _, pattern in sorted(ranked, key=lambda r: r[:2])[:best]:
+        master.add(pattern)
+
+
+def _covered(chosen: Mapping[Pattern, int]) -> dict[int, int]:
+    covered: dict[int, int] = {}
+    for pattern, units in chosen.items():
+        for index, copies in pattern.totals().items():
+            covered[index] = covered.get(index, 0) + copies * units
+    return covered
+
+
+def _column_generation(
+    master: Master,
+    kinds: Sequence[Kind],
+    share_of: Mapping[tuple[int, int], tuple[float, float]],
+    caps: Mapping[int, int],
+    max_rounds: int,
+) -> int:
+    """Add improving patterns until none is found; returns the rounds used."""
+    for rounds in range(1, max_rounds + 1):
+        item_duals, kind_duals, _ = master.solve_lp()
+        added = 0
+        for wide in (False, True):  # the wider search only once the quick one finds nothing
+            for kind in kinds:
+                for pattern in _price(kind, item_duals, share_of, caps, wide):
+                    value = sum(item_duals[i] * n for i, n in pattern.totals().items())
+                    reduced = master.unit_cost(kind) - value - kind_duals[kind.index]
+                    if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
+                        added += 1
+            if added:
+                break
+        if not added:
+            return rounds
+    master.solve_lp()
+    return max_rounds
+
+
+def _price(
+    kind: Kind,
+    duals: Mapping[int, float],
+    share_of: Mapping[tuple[int, int], tuple[float, float]],
+    caps: Mapping[int, int],
+    wide: bool = False,
+) -> list[Pattern]:
+    """Candidate patterns for ``kind`` at these duals: greedy packings in three orders, or
+    (``wide``) the best of the packings that start with each item in turn."""
+    valued = [item for item in kind.items if duals.get(item.index, 0.0) > 1e-12]
+    if not valued:
+        return []
+    if kind.needs_anchor and all(item.rider for item in valued):
+        return []
+    orders = []
+    for key in (
+        lambda i: (-duals[i.index] / share_of[(kind.index, i.index)][0], i.index),
+        lambda i: (-duals[i.index] / share_of[(kind.index, i.index)][1], i.index),
+        lambda i: (-duals[i.index], i.index),
+    ):
+        ranked = sorted(valued, key=key)
+        if kind.needs_anchor:  # accelerator work first, riders in the room it leaves
+            ranked = [i for i in ranked if not i.rider] + [i for i in ranked if i.rider]
+        orders.append(ranked)
+    if wide:
+        base = orders[0]
+        best: tuple[float, Pattern] | None = None
+        for first in base[:WIDE_FIRST]:
+            if kind.needs_anchor and first.rider:
+                continue
+            pattern = pack(kind, [first, *(i for i in base if i is not first)], caps)
+            if pattern is not None:
+                value = sum(duals[i] * n for i, n in pattern.totals().items())
+                if best is None or value > best[0] + 1e-12:
+                    best = (value, pattern)
+        return [] if best is None else [best[1]]
+    riders = {item.index for item in valued if item.rider}
+    found: list[Pattern] = []
+    for order in orders:
+        pattern = pack(kind, order, caps)
+        if pattern is None or pattern in found:
+            continue
+        if kind.needs_anchor and all(index in riders for index in pattern.totals()):
+            continue
+        found.append(pattern)
+    return found
+
+
+def new_solver():
+    """A HiGHS instance. Its constructor prints a banner on the C stdout before any option
+    can be set, which would corrupt ``--json`` output, so file descriptor 1 is pointed at
+    /dev/null while it is made."""
+    import highspy
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            solver = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    return solver

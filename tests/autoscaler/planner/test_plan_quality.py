@@ -1,0 +1,251 @@
+"""Accelerator conservation, bounds, node counts and determinism of the planner."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from autoscaler.config import parse_cluster_config
+from autoscaler.planner import (
+    BundleDemand,
+    Demand,
+    Limits,
+    NodeType,
+    PlacementGroupDemand,
+    PlanRequest,
+    plan,
+)
+from autoscaler.planner.capacity import Part
+from autoscaler.planner.items import DEVICE_RESOURCES, fresh_host, is_accelerator_type
+
+GIB = 2**30
+CPU8 = NodeType("m6i.2xlarge", {"CPU": 8, "memory": 32 * GIB}, 0.384)
+CPU32 = NodeType("m6i.8xlarge", {"CPU": 32, "memory": 128 * GIB}, 1.536)
+A100 = NodeType(
+    "p4d.24xlarge",
+    {"CPU": 96, "memory": 1152 * GIB, "GPU": 8, "accelerator_type:A100": 1},
+    32.77,
+)
+T4 = NodeType(
+    "g4dn.xlarge", {"CPU": 4, "memory": 16 * GIB, "GPU": 1, "accelerator_type:T4": 1}, 0.526
+)
+T4X4 = NodeType(
+    "g4dn.12xlarge", {"CPU": 48, "memory": 192 * GIB, "GPU": 4, "accelerator_type:T4": 1}, 3.912
+)
+V4_8 = NodeType("v4-8", {"CPU": 240, "TPU": 4, "accelerator_type:TPU-V4": 1}, 12.88)
+V4_16 = NodeType(
+    "v4-16",
+    {"CPU": 240, "TPU": 4, "accelerator_type:TPU-V4": 1},
+    25.76,
+    hosts=2,
+    head_resources={"TPU-v4-16-head": 1},
+)
+
+
+def run(types, bundles=(), groups=(), **limits):
+    return plan(
+        PlanRequest(
+            tuple(types),
+            Demand(tuple(BundleDemand(r, n) for r, n in bundles), tuple(groups)),
+            (),
+            Limits(**limits),
+        )
+    )
+
+
+def cpu_only_on_accelerators(result, types) -> int:
+    accelerated = {t.name for t in types if is_accelerator_type(t)}
+    return sum(
+        n
+        for launch in result.launches
+        if launch.node_type in accelerated
+        for resources, n in launch.serves
+        if not any(k in DEVICE_RESOURCES or k.startswith("accelerator_type:") for k in resources)
+    )
+
+
+# Accelerator conservation -------------------------------------------------------------------
+def test_spare_puts_cpu_work_in_room_left_on_nodes_launched_for_accelerator_work():
+    # The quickstart case: sixteen 1-GPU A100 tasks and 198 one-CPU tasks.
+    bundles = [({"GPU": 1, "accelerator_type:A100": 0.001}, 16), ({"CPU": 1}, 198)]
+    spare = run([CPU8, A100], bundles)
+    # The 192 vCPUs of the two A100 nodes hold 192 tasks; six more need one plain node.
+    assert spare.launch_counts() == {"p4d.24xlarge": 2, "m6i.2xlarge": 1}
+    assert spare.infeasible == ()
+    strict = run([CPU8, A100], bundles, accelerator_conservation="strict")
+    assert strict.launch_counts()["p4d.24xlarge"] == 2
+    assert cpu_only_on_accelerators(strict, [CPU8, A100]) == 0
+    assert strict.launch_counts()["m6i.2xlarge"] == 25  # 198 tasks on 8-vCPU nodes
+    assert spare.cost_per_hour < strict.cost_per_hour
+    for result in (spare, strict):
+        assert result.lower_bound_per_hour <= result.cost_per_hour
+
+
+@pytest.mark.parametrize("policy", ["spare", "strict"])
+def test_no_accelerator_node_is_launched_for_cpu_only_work(policy):
+    # Per vCPU the accelerator node is cheaper here; a plain type still fits every task.
+    cheap_gpu = NodeType("gpu", {"CPU": 64, "memory": 256 * GIB, "GPU": 1}, 1.0)
+    result = run(
+        [CPU8, cheap_gpu],
+        [({"CPU": 1}, 100), ({"CPU": 2, "memory": 4 * GIB}, 30)],
+        accelerator_conservation=policy,
+    )
+    assert set(result.launch_counts()) == {"m6i.2xlarge"}
+    assert result.lower_bound_per_hour <= result.cost_per_hour
+
+
+def test_spare_fills_only_room_that_accelerator_work_leaves():
+    # One GPU task needs one T4 node; the CPU work beyond its 2 spare vCPUs goes to plain nodes.
+    result = run([CPU8, T4, T4X4], [({"GPU": 1, "CPU": 2}, 1), ({"CPU": 1}, 18)])
+    counts = result.launch_counts()
+    assert counts.get("g4dn.xlarge") == 1 and "g4dn.12xlarge" not in counts
+    assert counts["m6i.2xlarge"] == 2
+    assert cpu_only_on_accelerators(result, [CPU8, T4, T4X4]) == 2
+
+
+def test_policy_comes_from_the_cluster_yaml():
+    base = {
+        "provider": {"type": "aws", "region": "us-east-1"},
+        "available_node_types": {"cpu": {"node_config": {"InstanceType": "m6i.large"}}},
+    }
+    assert parse_cluster_config(base).limits().accelerator_conservation == "spare"
+    strict = parse_cluster_config({**base, "accelerator_conservation": "strict"})
+    assert strict.limits().accelerator_conservation == "strict"
+    with pytest.raises(Exception, match="accelerator_conservation"):
+        parse_cluster_config({**base, "accelerator_conservation": "sometimes"})
+
+
+# Bounds ---------------------------------------------------------------------------------------
+def brute_force_cost(types, bundles, max_units=4):
+    """Cheapest multiset of units that holds every bundle, by exhaustive search (tiny cases);
+    conservation: an accelerator unit must hold a bundle that is not CPU-only."""
+    parts = [
+        (Part.of(resources, DEVICE_RESOURCES), _cpu_only(resources))
+        for resources, n in bundles
+        for _ in range(n)
+    ]
+    best = None
+    for total in range(1, max_units + 1):
+        for combo in itertools.combinations_with_replacement(types, total):
+            cost = sum(t.price for t in combo)
+            if best is not None and cost >= best:
+                continue
+            hosts = [fresh_host(t, 0, u) for u, t in enumerate(combo)]
+            accelerated = [is_accelerator_type(t) for t in combo]
+            if _assign(parts, 0, hosts, accelerated, [0] * total, [0] * total):
+                best = cost
+    return best
+
+
+def _cpu_only(resources):
+    return not any(k in DEVICE_RESOURCES or k.startswith("accelerator_type:") for k in resources)
+
+
+def _assign(parts, position, hosts, accelerated, loads, anchors):
+    """Place parts[position:] on the hosts; every used accelerator unit needs an anchor."""
+    if position == len(parts):
+        return all(not accelerated[u] or not loads[u] or anchors[u] for u in range(len(hosts)))
+    part, cpu_only = parts[position]
+    for u, host in enumerate(hosts):
+        if host.fit_count(part, 1) < 1:
+            continue
+        grants = host.place(part, 1)
+        loads[u] += 1
+        anchors[u] += not cpu_only
+        if _assign(parts, position + 1, hosts, accelerated, loads, anchors):
+            return True
+        loads[u] -= 1
+        anchors[u] -= not cpu_only
+        host.remove(part, 1, grants)
+    return False
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bound_never_exceeds_the_true_optimum_on_small_problems(seed):
+    rng = random.Random(seed)
+    gpu2 = NodeType("gpu2", {"CPU": 8, "memory": 32 * GIB, "GPU": 2}, 1.1)
+    small = NodeType("small", {"CPU": 2, "memory": 8 * GIB}, 0.1)
+    types = [small, CPU8, gpu2, T4]
+    shapes = [
+        {"CPU": 1},
+        {"CPU": 2, "memory": 6 * GIB},
+        {"CPU": 3},
+        {"GPU": 0.6},
+        {"GPU": 0.5, "CPU": 1},
+        {"GPU": 1, "CPU": 2},
+    ]
+    bundles = [(shape, rng.randint(1, 2)) for shape in rng.sample(shapes, 3)]
+    result = run(types, bundles)
+    optimum = brute_force_cost(types, bundles)
+    assert result.infeasible == ()
+    assert result.lower_bound_per_hour <= optimum + 1e-6
+    assert result.cost_per_hour >= optimum - 1e-6
+    assert result.node_lower_bound <= result.node_count
+
+
+# TPU slices mixed with single hosts ---------------------------------------------------------
+def test_slices_and_single_hosts_are_mixed():
+    single = {"TPU": 4, "accelerator_type:TPU-V4": 0.001}
+    result = run([V4_8, V4_16], [(single, 2), ({"TPU": 4, "TPU-v4-16-head": 1}, 1)])
+    assert result.launch_counts() == {"v4-16": 1, "v4-8": 1}
+    assert result.cost_per_hour == pytest.approx(38.64)
+    assert result.lower_bound_per_hour == pytest.approx(38.64)
+
+
+# Fewer nodes ----------------------------------------------------------------------------------
+def test_equal_cost_prefers_fewer_bigger_nodes():
+    # m6i.8xlarge is exactly four m6i.2xlarge: same cost, a quarter of the nodes.
+    result = run([CPU8, CPU32], [({"CPU": 1}, 64)])
+    assert result.launch_counts() == {"m6i.8xlarge": 2}
+    assert result.node_count == 2
+    assert result.node_lower_bound == 2
+
+
+def test_nodes_are_not_bought_with_a_real_cost_increase():
+    dearer_big = NodeType("m6i.8xlarge", CPU32.resources, 1.536 * 1.2)
+    result = run([CPU8, dearer_big], [({"CPU": 1}, 64)])
+    assert result.launch_counts() == {"m6i.2xlarge": 8}
+
+
+# Determinism and quality on generated problems ------------------------------------------------
+def generated(scale: int, kind: str):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    from planner_problems import mixed_problem
+
+    from autoscaler.demand import parse_demand
+
+    cluster_doc, demand_doc = mixed_problem(scale, kind)
+    config = parse_cluster_config(cluster_doc)
+    return PlanRequest(config.node_types(), parse_demand(demand_doc), (), config.limits())
+
+
+def test_same_input_gives_the_same_plan():
+    request = generated(500, "flexible")
+    assert plan(request) == plan(request)
+
+
+@pytest.mark.parametrize("kind", ["flexible", "forced"])
+def test_moderate_generated_problems_are_within_three_percent_of_the_bound(kind):
+    request = generated(2000, kind)
+    result = plan(request)
+    limited = [i for i in result.infeasible if "limited" in i.reason or "gang" in i.reason]
+    assert limited == []
+    assert len(result.infeasible) == 3  # the generator's three infeasible bundles
+    assert result.lower_bound_per_hour <= result.cost_per_hour
+    assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
+    assert result.node_lower_bound <= result.node_count <= 1.5 * result.node_lower_bound
+
+
+def test_gangs_stay_whole_under_limits():
+    gang = PlacementGroupDemand("STRICT_SPREAD", ({"GPU": 1, "CPU": 1},) * 3, count=3)
+    roomy = run([T4X4], groups=[gang], bundles=[({"CPU": 1}, 2)], max_workers=4)
+    assert roomy.launch_counts() == {"g4dn.12xlarge": 3}  # slot j of every gang on node j
+    assert roomy.infeasible == ()
+    tight = run([T4X4], groups=[gang], bundles=[({"CPU": 1}, 2)], max_workers=2)
+    (gangs,) = tight.infeasible  # no gang fits on two nodes; the CPU work still does
+    assert gangs.count == 3
+    assert sum(n for launch in tight.launches for _, n in launch.serves) == 2
