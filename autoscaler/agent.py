@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from accel.allocation import from_units
@@ -25,13 +25,34 @@ from providers.base import NodeProvider
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_S = 60.0
+
+@dataclass(frozen=True)
+class PublishPolicy:
+    """When an agent sends a report.
+
+    A change that matters to scaling (busy <-> idle, a different inventory) goes out at once,
+    but never closer than ``burst_s`` after the last report; any other change (free shares
+    while busy) waits at least ``min_interval_s``; an unchanged report is repeated every
+    ``heartbeat_s``. A failed publish is retried after a backoff that doubles up to
+    ``max_backoff_s``."""
+
+    heartbeat_s: float
+    min_interval_s: float
+    burst_s: float = 2.0
+    max_backoff_s: float = 60.0
+
+
+TO_THE_MONITOR = PublishPolicy(heartbeat_s=60.0, min_interval_s=15.0)
+"""Reports to the monitor's endpoint: no cloud API calls, so kept fresh."""
+INTO_TAGS = PublishPolicy(heartbeat_s=900.0, min_interval_s=120.0, burst_s=10.0)
+"""Reports into the node's own tags: every one costs two cloud API calls."""
 
 
 def tag_publisher(
     provider: NodeProvider, node_id: str, host: int = 0
 ) -> Callable[[NodeReport], None]:
-    """Publish into the node's own tags or labels, within the cloud's value limit."""
+    """Publish into the node's own tags or labels, within the cloud's value limit (the
+    channel for small clusters without a reachable monitor; use :data:`INTO_TAGS`)."""
     limit = provider.cloud.tag_value_limit
 
     def publish(report: NodeReport) -> None:
@@ -49,16 +70,18 @@ class NodeAgent:
         probe: HostProbe,
         state_dir: Path,
         clock: Callable[[], float] = time.time,
-        heartbeat_s: float = HEARTBEAT_S,
+        policy: PublishPolicy = TO_THE_MONITOR,
         version: str = "",
     ) -> None:
         self.publish = publish
         self.probe = probe
         self.state_dir = Path(state_dir)
         self.clock = clock
-        self.heartbeat_s = heartbeat_s
+        self.policy = policy
         self.version = version or package_version()
         self._last: NodeReport | None = None
+        self._failures = 0
+        self._retry_at = 0.0
         self._idle_file = self.state_dir / "agent-idle.json"
 
     def report(self) -> NodeReport:
@@ -82,27 +105,45 @@ class NodeAgent:
         )
 
     def step(self) -> NodeReport | None:
-        """Report once if anything changed or the heartbeat is due; the report sent, if any."""
+        """Report once if the policy says so; the report sent, if any. A failed publish
+        raises, and the next attempt waits for the backoff."""
         report = self.report()
         if report.idle_since is None:
             self._idle_file.unlink(missing_ok=True)
-        last = self._last
-        unchanged = last is not None and replace(last, reported_at=0) == replace(
-            report, reported_at=0
-        )
-        if unchanged and report.reported_at - last.reported_at < self.heartbeat_s:
+        if report.reported_at < self._retry_at or not self._due(report):
             return None
-        self.publish(report)
+        try:
+            self.publish(report)
+        except Exception:
+            self._failures += 1
+            backoff = min(self.policy.max_backoff_s, 2.0**self._failures)
+            self._retry_at = report.reported_at + backoff
+            raise
+        self._failures = 0
         self._last = report
         return report
+
+    def _due(self, report: NodeReport) -> bool:
+        last = self._last
+        if last is None:
+            return True
+        since = report.reported_at - last.reported_at
+        if replace(last, reported_at=0) == replace(report, reported_at=0):
+            return since >= self.policy.heartbeat_s
+        if _matters(last, report):
+            return since >= self.policy.burst_s
+        return since >= self.policy.min_interval_s
 
     def run(self, interval_s: float, stop: Callable[[], bool] = lambda: False) -> None:
         while not stop():
             try:
                 self.step()
-            except Exception:  # a failed publish is retried next round
-                logger.warning("report failed", exc_info=True)
+            except Exception as err:  # never fatal: retried after the backoff
+                logger.warning("report failed (%s); retrying in %.0fs", err, self._backoff())
             time.sleep(interval_s)
+
+    def _backoff(self) -> float:
+        return max(0.0, self._retry_at - self.clock())
 
     def _idle_since(self) -> float:
         """When the host became idle; kept on disk so an agent restart does not reset it."""
@@ -113,6 +154,15 @@ class NodeAgent:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self._idle_file.write_text(json.dumps({"since": since}))
             return since
+
+
+def _matters(last: NodeReport, report: NodeReport) -> bool:
+    """A change the planner acts on: busy <-> idle, or a different inventory."""
+    return (
+        (last.idle_since is None) != (report.idle_since is None)
+        or last.resources != report.resources
+        or last.devices != report.devices
+    )
 
 
 def package_version() -> str:

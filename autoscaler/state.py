@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autoscaler.report import NodeReport
+
 if TYPE_CHECKING:
     from autoscaler.planner.model import Demand
 
@@ -29,6 +31,8 @@ CREATE TABLE IF NOT EXISTS nodes (node_id TEXT PRIMARY KEY, node_type TEXT NOT N
 CREATE TABLE IF NOT EXISTS offerings (key TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL,
     kind TEXT NOT NULL, message TEXT NOT NULL, node_type TEXT, node_id TEXT, data TEXT);
+CREATE TABLE IF NOT EXISTS reports (node_id TEXT NOT NULL, host INTEGER NOT NULL,
+    body TEXT NOT NULL, received_at REAL NOT NULL, PRIMARY KEY (node_id, host));
 """
 
 PENDING_INTENT = "pending"
@@ -66,7 +70,9 @@ class StateStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+        self._db = sqlite3.connect(
+            str(path), timeout=30, isolation_level=None, check_same_thread=False
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
@@ -180,6 +186,7 @@ class StateStore:
     def forget_node(self, node_id: str) -> None:
         with self.transaction() as db:
             db.execute("DELETE FROM nodes WHERE node_id = ?", (node_id,))
+            db.execute("DELETE FROM reports WHERE node_id = ?", (node_id,))
 
     # Unavailable offerings ---------------------------------------------------------------
     def offerings(self) -> dict[str, dict[str, Any]]:
@@ -196,6 +203,25 @@ class StateStore:
                 "ON CONFLICT(key) DO UPDATE SET body = excluded.body",
                 (key, json.dumps(body)),
             )
+
+    # Node reports (from the report endpoint) -------------------------------------------
+    def save_report(self, node_id: str, host: int, report: NodeReport, received_at: float) -> None:
+        """Keep ``report`` as the host's latest, unless a newer one is already kept."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT INTO reports (node_id, host, body, received_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(node_id, host) DO UPDATE SET body = excluded.body, "
+                "received_at = excluded.received_at "
+                "WHERE json_extract(reports.body, '$.reported_at') <= ?",
+                (node_id, host, json.dumps(report.to_json()), received_at, report.reported_at),
+            )
+
+    def reports(self) -> dict[str, dict[int, NodeReport]]:
+        """node id -> host -> its latest report."""
+        found: dict[str, dict[int, NodeReport]] = {}
+        for node_id, host, body in self._db.execute("SELECT node_id, host, body FROM reports"):
+            found.setdefault(node_id, {})[host] = NodeReport.from_json(json.loads(body))
+        return found
 
     # Events ------------------------------------------------------------------------------
     def add_event(self, event: Event) -> None:
@@ -228,7 +254,7 @@ class StateStore:
     def clear(self) -> None:
         """Forget everything (after `down` confirmed nothing is left)."""
         with self.transaction() as db:
-            for table in ("demand", "intents", "nodes", "offerings", "events"):
+            for table in ("demand", "intents", "nodes", "offerings", "events", "reports"):
                 db.execute(f"DELETE FROM {table}")
 
 

@@ -63,7 +63,7 @@ def test_agent_reports_on_change_and_on_heartbeat(tmp_path):
     probe = HostProbe.from_host(build(tmp_path / "root", host))
     sent = []
     clock = Clock()
-    agent = NodeAgent(sent.append, probe, tmp_path / "state", clock, heartbeat_s=60)
+    agent = NodeAgent(sent.append, probe, tmp_path / "state", clock)
     first = agent.step()
     assert first.resources["GPU"] == 8
     assert first.resources["accelerator_type:A100-40G"] == 1

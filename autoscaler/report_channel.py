@@ -1,0 +1,156 @@
+"""Node reports over HTTP to the monitor, instead of through the cloud's tag API.
+
+At scale the cloud's API budget is the scarce thing: an agent that writes its report into its
+own tags costs a describe and a tag call per report, shared with everything else in the
+account. Here agents POST reports to the monitor on the head (the cluster's private network),
+signed with a per-cluster secret that `up` generates and gives each node in its boot data; the
+monitor keeps the latest report of every host in its state file, where the reconciler reads
+it. Agents make no cloud API call at all.
+
+A request carries ``X-Accel-Timestamp`` and ``X-Accel-Signature`` = HMAC-SHA256(secret,
+timestamp + "\\n" + body); a stale timestamp (replay) or a bad signature is refused with 401.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from autoscaler.report import NodeReport
+from autoscaler.state import StateStore
+
+logger = logging.getLogger(__name__)
+
+REPORT_PATH = "/v1/reports"
+MAX_SKEW_S = 300.0
+"""How old (or early) a signed request may be."""
+MAX_BODY = 64 * 1024
+TIMEOUT_S = 5.0
+
+
+def new_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    message = timestamp.encode() + b"\n" + body
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def http_publisher(
+    url: str, secret: str, node_id: str, host: int = 0, clock: Callable[[], float] = time.time
+) -> Callable[[NodeReport], None]:
+    """Publish a host's reports to the monitor's report endpoint at ``url``; a failure
+    raises (the agent retries with backoff)."""
+
+    def publish(report: NodeReport) -> None:
+        body = json.dumps({"node_id": node_id, "host": host, "report": report.to_json()}).encode()
+        timestamp = f"{clock():.3f}"
+        request = urllib.request.Request(
+            url.rstrip("/") + REPORT_PATH,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "X-Accel-Timestamp": timestamp,
+                "X-Accel-Signature": sign(secret, timestamp, body),
+            },
+        )
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            response.read()
+
+    return publish
+
+
+class ReportServer:
+    """The monitor's report endpoint: verified reports go into the cluster's state file."""
+
+    def __init__(
+        self,
+        state_path: Path,
+        secret: str,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.secret = secret
+        self.clock = clock
+        self._store = StateStore(state_path)
+        self._lock = threading.Lock()
+        self.received = 0
+        self._server = ThreadingHTTPServer((host, port), _handler(self))
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> ReportServer:
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            self._store.close()
+
+    def accept(self, timestamp: str, signature: str, body: bytes) -> int:
+        """Verify and store one request; the HTTP status to answer."""
+        try:
+            skew = abs(self.clock() - float(timestamp))
+        except ValueError:
+            return 401
+        if skew > MAX_SKEW_S or not hmac.compare_digest(
+            sign(self.secret, timestamp, body), signature
+        ):
+            return 401
+        try:
+            message = json.loads(body)
+            report = NodeReport.from_json(message["report"])
+            node_id, host = str(message["node_id"]), int(message["host"])
+        except (ValueError, KeyError, TypeError):
+            return 400
+        with self._lock:
+            self._store.save_report(node_id, host, report, self.clock())
+            self.received += 1
+        return 204
+
+
+def _handler(server: ReportServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            logger.debug("report endpoint: " + format, *args)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if self.path != REPORT_PATH or length > MAX_BODY:
+                self._answer(404 if self.path != REPORT_PATH else 413)
+                return
+            body = self.rfile.read(length)
+            self._answer(
+                server.accept(
+                    self.headers.get("X-Accel-Timestamp", ""),
+                    self.headers.get("X-Accel-Signature", ""),
+                    body,
+                )
+            )
+
+        def _answer(self, code: int) -> None:
+            self.send_response(code)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    return Handler
