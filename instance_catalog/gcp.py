@@ -227,3 +227,57 @@ def _all_types() -> tuple[InstanceType, ...]:
 def gcp_instance_types() -> list[InstanceType]:
     """Every catalogued GCE machine type and Cloud TPU slice type."""
     return list(_all_types())
+
+
+def accelerator_zones(gce_name: str) -> dict[str, tuple[str, ...]]:
+    """Region -> zones offering the GCE accelerator type: those of the machine types it is
+    built into, or (attachable N1 GPUs) the regions with its price (zones unknown)."""
+    zones: dict[str, set[str]] = {}
+    for entry in _all_types():
+        if entry.accelerator is not None and entry.accelerator.cloud_name == gce_name:
+            for region, names in entry.zones.items():
+                zones.setdefault(region, set()).update(names)
+    for region in _prices("gpu").get(gce_name, {}):
+        zones.setdefault(region, set())
+    return {region: tuple(sorted(names)) for region, names in sorted(zones.items())}
+
+
+EMULATED_ZONE_LETTERS = ("a", "b", "c")
+"""Zones the embedded Compute Engine serves in a region whose zones the catalog lacks."""
+
+
+def compute_zone_tables() -> tuple[dict[str, dict[str, dict]], dict[str, dict[str, dict]]]:
+    """(zone -> machine types, zone -> accelerator types) in ``machineTypes`` and
+    ``acceleratorTypes`` API shape: the world the embedded Compute Engine serves, built from
+    the catalog (its zones, else zones ``a``-``c`` of each priced region)."""
+    machines: dict[str, dict[str, dict]] = {}
+    gpus: dict[str, dict[str, dict]] = {}
+
+    def zones_of(by_region: Mapping[str, tuple[str, ...]]) -> list[str]:
+        return [
+            zone
+            for region, names in by_region.items()
+            for zone in names or [f"{region}-{letter}" for letter in EMULATED_ZONE_LETTERS]
+        ]
+
+    for entry in _all_types():
+        if entry.tpu is not None:
+            continue
+        facts: dict = {"guestCpus": entry.vcpus, "memoryMb": entry.memory_mib}
+        if entry.accelerator is not None:
+            facts["accelerators"] = [
+                {
+                    "guestAcceleratorType": entry.accelerator.cloud_name,
+                    "guestAcceleratorCount": int(entry.accelerator.count),
+                }
+            ]
+        for zone in zones_of(entry.zones):
+            machines.setdefault(zone, {})[entry.name] = facts
+    for gce_name in gcp_data()["gpus"]:
+        most = max([r["count"] for r in gcp_data()["n1_attachable_gpus"].get(gce_name, [])] or [8])
+        for zone in zones_of(accelerator_zones(gce_name)):
+            gpus.setdefault(zone, {})[gce_name] = {
+                "description": canonical_gpu_name(gce_name),
+                "maximumCardsPerInstance": most,
+            }
+    return machines, gpus

@@ -128,6 +128,13 @@ class LaunchResult:
         return 0 < len(self.nodes) < self.requested
 
 
+def split_zones(zones: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``"a, b"`` or ``["a", "b"]`` as ``("a", "b")``."""
+    if isinstance(zones, str):
+        zones = zones.split(",")
+    return tuple(str(zone).strip() for zone in zones or () if zone and str(zone).strip())
+
+
 class Cloud(ABC):
     """What the autoscaler knows about one cloud without calling it: how a node config names
     its instance type and offering, how a node boots the agent, how long a tag may be, and
@@ -162,8 +169,10 @@ class Cloud(ABC):
     def offering(
         self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
     ) -> NodeTypeOffering | None:
-        """Instance type, market and zones ``node_config`` launches on (None without an
-        instance type). A ``market`` key in ``node_config`` wins over the cloud's own keys."""
+        """Instance type, market, zones and region ``node_config`` launches on (None without
+        an instance type). ``market``, ``region`` and ``availability_zone`` keys in
+        ``node_config`` (the node type's own, see ``launch_config``) win over the cloud's own
+        keys and over ``provider_config``."""
 
     def price_region(self, provider_config: Mapping[str, Any]) -> str | None:
         """The region whose catalog prices apply."""

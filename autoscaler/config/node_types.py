@@ -66,10 +66,13 @@ def build_node_type(
 
 
 def launch_config(spec: NodeTypeConfig) -> dict[str, Any]:
-    """The node_config a launch sends its plugin: the YAML's, with the node type's market."""
+    """The node_config a launch sends its plugin: the YAML's, with the node type's own
+    ``market``, ``region`` and ``availability_zone`` (the cloud reads them over its own)."""
     node_config = dict(spec.node_config)
-    if spec.market:
-        node_config["market"] = spec.market
+    for key in ("market", "region", "availability_zone"):
+        value = getattr(spec, key)
+        if value:
+            node_config[key] = value
     return node_config
 
 
