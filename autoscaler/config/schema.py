@@ -43,7 +43,8 @@ class ProviderConfig(BaseModel):
     type: str
     """A registered cloud (``providers.CLOUDS``)."""
     region: str | None = None
-    availability_zone: str | None = None
+    availability_zone: list[str] | str | None = None
+    """Zones in order of preference (a list, or ``"a,b"``)."""
     endpoint_url: str | None = None
     emulator: bool = False
     cache_stopped_nodes: bool | None = None

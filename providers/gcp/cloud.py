@@ -10,9 +10,9 @@ from typing import Any
 
 from instance_catalog.catalog import Offer
 from instance_catalog.gcp import accelerator_zones
-from providers.base import ON_DEMAND, SPOT, Cloud, NodeTypeOffering
+from providers.base import ON_DEMAND, SPOT, Cloud, NodeTypeOffering, split_zones
 from providers.catalog import catalog_entry
-from providers.gcp.placement import placement
+from providers.gcp.placement import placement, region_of
 from providers.gcp_compute.machine import (
     GPU_FIELD,
     attached,
@@ -76,8 +76,8 @@ class GcpCloud(Cloud):
     def price_region(self, provider_config: Mapping[str, Any]) -> str | None:
         """``region``, else the region of ``availability_zone`` (``us-central2-b`` ->
         ``us-central2``)."""
-        zone = provider_config.get("availability_zone")
-        return provider_config.get("region") or (str(zone).rsplit("-", 1)[0] if zone else None)
+        zones = split_zones(provider_config.get("availability_zone"))
+        return provider_config.get("region") or (region_of(zones[0]) if zones else None)
 
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         """A VM's ``metadata`` is ``{items: [{key, value}]}``; a TPU node's is a map."""

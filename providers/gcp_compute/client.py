@@ -82,10 +82,12 @@ class ComputeApi:
 
     def delete(self, zone: str, name: str) -> compute_v1.Operation:
         return self.instances.delete_unary(
-            project=self.project,
-            zone=zone,
-            instance=name,
-            request_id=request_id("delete", self.project, zone, name),
+            request=compute_v1.DeleteInstanceRequest(
+                project=self.project,
+                zone=zone,
+                instance=name,
+                request_id=request_id("delete", self.project, zone, name),
+            ),
             **self._call(),
         )
 

@@ -250,7 +250,8 @@ class GceNodeProvider(NodeProvider):
             zone, vm = found
             labels = {**vm.labels, **updates}
             with cloud_call(action="compute.instances.setLabels"):
-                operations.append(self.api.set_labels(zone, vm.name, labels, vm.label_fingerprint))
+                operation = self.api.set_labels(zone, vm.name, labels, vm.label_fingerprint)
+                operations.append((zone, operation))
         self._wait_all(operations, "compute.instances.setLabels")
 
     def _wait_all(self, operations: list[tuple[str, compute_v1.Operation]], action: str) -> None:
