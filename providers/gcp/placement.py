@@ -42,8 +42,8 @@ def placement(
             f"zone {stray[0]} is not in region {region}", field="availability_zone"
         )
     known = offered.get(region, ()) if region else ()
-    if region and not known and any(offered.values()):
-        regions = ", ".join(sorted(r for r, z in offered.items() if z))
+    if region and offered and region not in offered:
+        regions = ", ".join(sorted(offered))
         raise InvalidConfigError(
             f"{what} is not offered in region {region} (regions that have it: {regions})",
             field=field,
