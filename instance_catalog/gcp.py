@@ -37,8 +37,29 @@ def _prices(kind: str) -> PriceTable:
     return gcp_prices().get(kind, {})
 
 
-def _regions(prices: Mapping[str, Price]) -> dict[str, tuple[str, ...]]:
-    return {region: () for region in sorted(prices)}
+def _regions(
+    prices: Mapping[str, Price], name: str | None = None, table: str = "machine_types"
+) -> dict[str, tuple[str, ...]]:
+    """Regions with a price, each with its zones where a refreshed snapshot has them."""
+    known = {
+        r: tuple(z) for r, z in _refreshed().get(table, {}).get(name, {}).get("zones", {}).items()
+    }
+    return {region: known.get(region, ()) for region in sorted({*prices, *known})}
+
+
+@cache
+def _refreshed() -> dict:
+    """The user's ``gcp_compute.json`` from ``autoscale catalog refresh --cloud gcp``, if any."""
+    import json
+
+    from instance_catalog.gcp_refresh import SNAPSHOT_FILE
+    from instance_catalog.refresh import user_catalog_dir
+
+    path = user_catalog_dir() / SNAPSHOT_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 # GPUs -----------------------------------------------------------------------------------------
@@ -120,7 +141,7 @@ def _gpu_machine_types() -> list[InstanceType]:
                 vcpus=vcpus,
                 memory_mib=_mib(memory_gb),
                 accelerator=gpu_accelerator(gce_gpu, count),
-                zones=_regions(prices),
+                zones=_regions(prices, name),
                 prices=prices,
             )
         )
@@ -174,7 +195,7 @@ def _cpu_machine_types() -> list[InstanceType]:
                 cloud=GCP,
                 vcpus=vcpus,
                 memory_mib=_mib(memory_gb),
-                zones=_regions(prices),
+                zones=_regions(prices, name),
                 prices=dict(prices),
                 attachable_gpus=_attachable(name, vcpus, memory_gb),
             )
@@ -237,8 +258,10 @@ def accelerator_zones(gce_name: str) -> dict[str, tuple[str, ...]]:
         if entry.accelerator is not None and entry.accelerator.cloud_name == gce_name:
             for region, names in entry.zones.items():
                 zones.setdefault(region, set()).update(names)
-    for region in _prices("gpu").get(gce_name, {}):
-        zones.setdefault(region, set())
+    for region, names in _regions(
+        _prices("gpu").get(gce_name, {}), gce_name, "accelerator_types"
+    ).items():
+        zones.setdefault(region, set()).update(names)
     return {region: tuple(sorted(names)) for region, names in sorted(zones.items())}
 
 

@@ -136,11 +136,17 @@ def _row(offer: Offer, region: str | None) -> tuple[Any, ...]:
 
 
 @catalog.command()
-@click.option("--cloud", type=click.Choice(["aws"]), required=True, help="Cloud to refresh.")
+@click.option("--cloud", type=CLOUD_CHOICE, required=True, help="Cloud to refresh.")
 @click.option("--region", "regions", multiple=True, help="Only these regions (repeatable).")
-@click.option("--endpoint-url", help="EC2 endpoint (VPC endpoint, LocalStack, emulator).")
-def refresh(cloud: str, regions: tuple[str, ...], endpoint_url: str | None) -> None:
-    """Rebuild the EC2 catalog from the live API (needs AWS credentials)."""
+@click.option("--endpoint-url", help="API endpoint (VPC endpoint, LocalStack, emulator).")
+@click.option("--project", help="GCP project to read the facts of (--cloud gcp).")
+def refresh(
+    cloud: str, regions: tuple[str, ...], endpoint_url: str | None, project: str | None
+) -> None:
+    """Rebuild the EC2 or GCP catalog from the clouds' live APIs (needs credentials)."""
+    if cloud == "gcp":
+        _refresh_gcp(project, endpoint_url)
+        return
     import boto3
 
     from instance_catalog.aws import DATA_FILE, unresolved_accelerators
@@ -170,3 +176,24 @@ def refresh(cloud: str, regions: tuple[str, ...], endpoint_url: str | None) -> N
             "add an entry to the override file",
             err=True,
         )
+
+
+def _refresh_gcp(project: str | None, endpoint_url: str | None) -> None:
+    from instance_catalog.gcp_refresh import SNAPSHOT_FILE
+    from instance_catalog.refresh import user_catalog_dir, write_snapshot
+    from providers.errors import ProviderError
+    from providers.gcp.catalog_source import gcp_snapshot
+
+    if not project:
+        raise click.UsageError("--project is required with --cloud gcp")
+    try:
+        snapshot = gcp_snapshot({"project_id": project, "endpoint_url": endpoint_url})
+    except ProviderError as err:
+        raise click.ClickException(str(err)) from err
+    path = user_catalog_dir() / SNAPSHOT_FILE
+    write_snapshot(snapshot, path)
+    click.echo(
+        f"{len(snapshot['machine_types'])} machine types, "
+        f"{len(snapshot['accelerator_types'])} accelerator types, "
+        f"{len(snapshot['tpu_accelerator_types'])} TPU types written to {path}"
+    )

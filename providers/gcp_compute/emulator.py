@@ -48,6 +48,8 @@ _PERMISSIONS = {
     "setLabels": "compute.instances.setLabels",
     "list": "compute.instances.list",
     "operation": "compute.zoneOperations.get",
+    "machineTypes": "compute.machineTypes.list",
+    "acceleratorTypes": "compute.acceleratorTypes.list",
 }
 
 
