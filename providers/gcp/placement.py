@@ -2,8 +2,10 @@
 
 A node type's own ``region`` / ``availability_zone`` (our keys in its node_config) win over
 the provider's. Without zones, every zone of the region that offers the type is tried (the
-catalog's per-zone data). Zones that are named must offer the type, or the config fails at
-load naming the field and the zones that do.
+catalog's per-zone data). Where the catalog knows zones (TPU generations; GCE types after
+``autoscale catalog refresh --cloud gcp``), named zones must offer the type, or the config
+fails at load naming the field and the places that do; a region known only from prices
+proves nothing, so it is not checked.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ def placement(
             f"zone {stray[0]} is not in region {region}", field="availability_zone"
         )
     known = offered.get(region, ()) if region else ()
-    if region and offered and region not in offered:
-        regions = ", ".join(sorted(offered))
+    if region and not known and any(offered.values()):  # zones known: a snapshot says so
+        regions = ", ".join(sorted(r for r, z in offered.items() if z))
         raise InvalidConfigError(
             f"{what} is not offered in region {region} (regions that have it: {regions})",
             field=field,

@@ -7,6 +7,8 @@ import pytest
 
 from providers import cloud_for
 from providers.errors import InvalidConfigError
+from providers.gcp.placement import placement
+from providers.gcp_compute.machine import GPU_FIELD
 
 GCP = cloud_for("gcp")
 PROVIDER = {"region": "us-central2", "availability_zone": "us-central2-b"}
@@ -49,17 +51,21 @@ def test_a_region_without_the_type_names_the_regions_that_have_it():
     assert "us-east5" in str(caught.value)
 
 
-def test_an_attached_gpu_not_offered_in_the_region_names_the_field():
-    node = {
-        "machineType": "n1-standard-8",
-        "guestAccelerators": [{"acceleratorType": "nvidia-tesla-p100", "acceleratorCount": 1}],
-        "region": "asia-south1",
-    }
+def test_an_attached_gpu_not_offered_in_a_named_zone_names_the_field_and_its_zones():
+    offered = {"us-central1": ("us-central1-a", "us-central1-b")}
+    node = {"availability_zone": ["us-central1-f"]}
 
-    with pytest.raises(InvalidConfigError) as caught:
-        GCP.offering(node, {})
+    with pytest.raises(InvalidConfigError, match="us-central1-a, us-central1-b") as caught:
+        placement(node, {}, offered, "nvidia-tesla-t4", GPU_FIELD)
 
     assert caught.value.field == "guestAccelerators[0].acceleratorType"
+
+
+def test_prices_alone_do_not_prove_a_type_is_missing_from_a_region():
+    assert placement({"region": "us-central2"}, {}, {"us-central1": ()}, "n1", "machineType") == (
+        "us-central2",
+        (),
+    )
 
 
 def test_a_zone_outside_the_region_is_refused():

@@ -3,6 +3,8 @@ GPU scheduling, spot, zone failover and idempotent retries."""
 
 from __future__ import annotations
 
+import pytest
+
 from providers.base import (
     CLOUD_RUNNING,
     CLOUD_STOPPED,
@@ -98,14 +100,13 @@ def test_a_zone_short_of_capacity_gives_what_it_has_and_the_next_zone_the_rest(p
 def test_a_stockout_in_every_zone_is_capacity_for_the_type_everywhere(provider, cloud):
     cloud.inject(Fault("stockout_details"))
 
-    try:
+    with pytest.raises(CapacityError) as caught:
         provider.create_node(L4, TAGS, 1, "req-1")
-    except CapacityError as error:
-        assert error.offering.zone is None and error.offering.instance_type == "g2-standard-8"
-        assert error.code == "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"
-        assert ZONES[0] in str(error) and ZONES[1] in str(error)
-    else:
-        raise AssertionError("no capacity error")
+
+    error = caught.value
+    assert error.offering.zone is None and error.offering.instance_type == "g2-standard-8"
+    assert error.code == "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"
+    assert ZONES[0] in str(error) and ZONES[1] in str(error)
     assert cloud.instance_names() == []
 
 
@@ -113,10 +114,8 @@ def test_all_or_nothing_keeps_nothing_from_a_partial_fill(provider, cloud):
     cloud.capacity[ZONES[0]] = 1
     cloud.capacity[ZONES[1]] = 0
 
-    try:
+    with pytest.raises(CapacityError):
         provider.create_node(L4, TAGS, 2, "req-1", all_or_nothing=True)
-    except CapacityError:
-        pass
     assert cloud.instance_names() == []
 
 
