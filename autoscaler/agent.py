@@ -30,19 +30,21 @@ logger = logging.getLogger(__name__)
 class PublishPolicy:
     """When an agent sends a report.
 
-    A change that matters to scaling (busy <-> idle, a different inventory) goes out at once,
-    but never closer than ``burst_s`` after the last report; any other change (free shares
-    while busy) waits at least ``min_interval_s``; an unchanged report is repeated every
-    ``heartbeat_s``. A failed publish is retried after a backoff that doubles up to
-    ``max_backoff_s``."""
+    A change that matters to scaling goes out at once, never closer than ``burst_s`` after the
+    last report: becoming busy, or a different inventory. Becoming idle goes out once the host
+    has stayed idle ``settle_s`` (short tasks back to back do not flap it). Any other change
+    (free shares while busy) waits at least ``min_interval_s``; an unchanged report is
+    repeated every ``heartbeat_s``. A failed publish is retried after a backoff that doubles up
+    to ``max_backoff_s``."""
 
     heartbeat_s: float
     min_interval_s: float
     burst_s: float = 2.0
+    settle_s: float = 15.0
     max_backoff_s: float = 60.0
 
 
-TO_THE_MONITOR = PublishPolicy(heartbeat_s=60.0, min_interval_s=15.0)
+TO_THE_MONITOR = PublishPolicy(heartbeat_s=60.0, min_interval_s=30.0)
 """Reports to the monitor's endpoint: no cloud API calls, so kept fresh."""
 INTO_TAGS = PublishPolicy(heartbeat_s=900.0, min_interval_s=120.0, burst_s=10.0)
 """Reports into the node's own tags: every one costs two cloud API calls."""
@@ -130,8 +132,12 @@ class NodeAgent:
         since = report.reported_at - last.reported_at
         if replace(last, reported_at=0) == replace(report, reported_at=0):
             return since >= self.policy.heartbeat_s
-        if _matters(last, report):
+        inventory = last.resources != report.resources or last.devices != report.devices
+        if inventory or (last.idle_since is not None and report.idle_since is None):
             return since >= self.policy.burst_s
+        if last.idle_since is None and report.idle_since is not None:
+            idle_for = report.reported_at - report.idle_since
+            return idle_for >= self.policy.settle_s or since >= self.policy.min_interval_s
         return since >= self.policy.min_interval_s
 
     def run(self, interval_s: float, stop: Callable[[], bool] = lambda: False) -> None:
@@ -154,15 +160,6 @@ class NodeAgent:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self._idle_file.write_text(json.dumps({"since": since}))
             return since
-
-
-def _matters(last: NodeReport, report: NodeReport) -> bool:
-    """A change the planner acts on: busy <-> idle, or a different inventory."""
-    return (
-        (last.idle_since is None) != (report.idle_since is None)
-        or last.resources != report.resources
-        or last.devices != report.devices
-    )
 
 
 def package_version() -> str:

@@ -26,7 +26,7 @@ from accel.probe import HostProbe
 from accel.simulated import SimulatedHost, build
 from autoscaler.agent import NodeAgent, tag_publisher
 from autoscaler.config import ClusterConfig, load_cluster_config
-from instance_catalog.model import InstanceType
+from instance_catalog.model import Accelerator, InstanceType
 from providers import background, get_provider
 from providers.base import CLOUD_RUNNING, TAG_NODE_TYPE, NodeProvider
 from providers.local_state import cluster_state_dir
@@ -38,9 +38,12 @@ INTERVAL_S = 0.5
 MIB = 2**20
 
 
-def simulated_hosts(entry: InstanceType, node_id: str) -> list[SimulatedHost]:
-    """One simulated host per VM of ``entry`` (a TPU slice has several)."""
-    accelerator = entry.accelerator
+def simulated_hosts(
+    entry: InstanceType, node_id: str, accelerator: Accelerator | None = None
+) -> list[SimulatedHost]:
+    """One simulated host per VM of ``entry`` (a TPU slice has several); ``accelerator``:
+    the GPUs attached to it, if not built in (GCE N1)."""
+    accelerator = accelerator or entry.accelerator
     hosts = entry.tpu.hosts if entry.tpu else 1
     return [
         SimulatedHost(
@@ -115,7 +118,9 @@ class NodeSimulator:
         if offer is None:
             return []
         agents = []
-        for host, simulated in enumerate(simulated_hosts(offer.instance_type, node_id)):
+        for host, simulated in enumerate(
+            simulated_hosts(offer.instance_type, node_id, offer.accelerator)
+        ):
             base = host_dir(self.cluster, node_id, host)
             env = build(base / "root", simulated)
             _write_env(base / "env", env)

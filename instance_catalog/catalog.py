@@ -9,7 +9,7 @@ from functools import cache
 
 from accel.names import lookup, tokens_for
 from accel.user_input import MATCH_LIMIT, brief
-from instance_catalog.model import CLOUDS, Accelerator, InstanceType
+from instance_catalog.model import CLOUDS, GCP, Accelerator, InstanceType
 from instance_catalog.resources import resources_for
 
 
@@ -100,6 +100,12 @@ class Catalog:
             entry = self._entries.get((candidate_cloud, _normalise(candidate_cloud, name)))
             if entry is not None:
                 return entry
+        if cloud in (None, GCP):
+            from instance_catalog.gcp import custom_machine_type
+
+            custom = custom_machine_type(name)
+            if custom is not None:
+                return custom
         names = [n for (c, n) in self._entries if cloud is None or c == cloud]
         close = []
         if len(name) <= MATCH_LIMIT:

@@ -14,6 +14,7 @@ prices from ``instance_catalog.prices.gcp_prices``:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
@@ -38,8 +39,34 @@ def _prices(kind: str) -> PriceTable:
     return gcp_prices().get(kind, {})
 
 
-def _regions(prices: Mapping[str, Price]) -> dict[str, tuple[str, ...]]:
-    return {region: () for region in sorted(prices)}
+def _regions(
+    prices: Mapping[str, Price], name: str | None = None, table: str = "machine_types"
+) -> dict[str, tuple[str, ...]]:
+    """Regions with a price, each with its zones where a refreshed snapshot has them."""
+    known = {
+        r: tuple(z) for r, z in _refreshed().get(table, {}).get(name, {}).get("zones", {}).items()
+    }
+    return {region: known.get(region, ()) for region in sorted({*prices, *known})}
+
+
+def zones_from_api() -> bool:
+    """Whether zone facts come from Google's APIs (a refreshed snapshot), not its pages."""
+    return bool(_refreshed())
+
+
+@cache
+def _refreshed() -> dict:
+    """The user's ``gcp_compute.json`` from ``autoscale catalog refresh --cloud gcp``, if any."""
+    import json
+
+    from instance_catalog.gcp_refresh import SNAPSHOT_FILE
+    from instance_catalog.user_catalog import user_catalog_dir
+
+    path = user_catalog_dir() / SNAPSHOT_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 # GPUs -----------------------------------------------------------------------------------------
@@ -123,7 +150,7 @@ def _gpu_machine_types() -> list[InstanceType]:
                 vcpus=vcpus,
                 memory_mib=_mib(memory_gb),
                 accelerator=gpu_accelerator(gce_gpu, count),
-                zones=_regions(prices),
+                zones=_regions(prices, name),
                 prices=prices,
             )
         )
@@ -158,6 +185,11 @@ def _attachable(name: str, vcpus: int, memory_gb: float) -> tuple[GpuAttachment,
     data = gcp_data()
     if not any(name.startswith(f"{family}-") for family in data["n1_gpu_hosts"]):
         return ()
+    return _n1_attachments(vcpus, memory_gb)
+
+
+def _n1_attachments(vcpus: int, memory_gb: float) -> tuple[GpuAttachment, ...]:
+    data = gcp_data()
     attachments = []
     for gce_gpu in data["n1_attachable_gpus"]:
         counts = n1_gpu_counts(gce_gpu, vcpus, memory_gb)
@@ -177,12 +209,33 @@ def _cpu_machine_types() -> list[InstanceType]:
                 cloud=GCP,
                 vcpus=vcpus,
                 memory_mib=_mib(memory_gb),
-                zones=_regions(prices),
+                zones=_regions(prices, name),
                 prices=dict(prices),
                 attachable_gpus=_attachable(name, vcpus, memory_gb),
             )
         )
     return types
+
+
+_CUSTOM = re.compile(r"^(?:(?P<family>[a-z0-9]+)-)?custom-(?P<vcpus>\d+)-(?P<memory>\d+)(-ext)?$")
+
+
+def custom_machine_type(name: str) -> InstanceType | None:
+    """A custom machine type (``custom-6-16384``, ``n2-custom-8-32768``: vCPUs and MiB); an
+    N1 one (no family prefix, or ``n1-``) takes attached GPUs. No catalog price: custom
+    shapes are billed per vCPU and GB, so the node type needs ``cost_per_hour``."""
+    match = _CUSTOM.match(name)
+    if match is None:
+        return None
+    vcpus, memory_mib = int(match["vcpus"]), int(match["memory"])
+    n1 = match["family"] in (None, "n1")
+    return InstanceType(
+        name=name,
+        cloud=GCP,
+        vcpus=vcpus,
+        memory_mib=memory_mib,
+        attachable_gpus=_n1_attachments(vcpus, memory_mib / 1024) if n1 else (),
+    )
 
 
 # TPU slice types ------------------------------------------------------------------------------
@@ -230,3 +283,65 @@ def _all_types() -> tuple[InstanceType, ...]:
 def gcp_instance_types() -> list[InstanceType]:
     """Every catalogued GCE machine type and Cloud TPU slice type."""
     return list(_all_types())
+
+
+@cache
+def known_regions() -> frozenset[str]:
+    """Every region the catalog knows (from prices and zone lists)."""
+    return frozenset(region for entry in _all_types() for region in entry.zones)
+
+
+def accelerator_zones(gce_name: str) -> dict[str, tuple[str, ...]]:
+    """Region -> zones offering the GCE accelerator type: those of the machine types it is
+    built into, or (attachable N1 GPUs) the regions with its price (zones unknown)."""
+    zones: dict[str, set[str]] = {}
+    for entry in _all_types():
+        if entry.accelerator is not None and entry.accelerator.cloud_name == gce_name:
+            for region, names in entry.zones.items():
+                zones.setdefault(region, set()).update(names)
+    for region, names in _regions(
+        _prices("gpu").get(gce_name, {}), gce_name, "accelerator_types"
+    ).items():
+        zones.setdefault(region, set()).update(names)
+    return {region: tuple(sorted(names)) for region, names in sorted(zones.items())}
+
+
+EMULATED_ZONE_LETTERS = ("a", "b", "c")
+"""Zones the embedded Compute Engine serves in a region whose zones the catalog lacks."""
+
+
+def compute_zone_tables() -> tuple[dict[str, dict[str, dict]], dict[str, dict[str, dict]]]:
+    """(zone -> machine types, zone -> accelerator types) in ``machineTypes`` and
+    ``acceleratorTypes`` API shape: the world the embedded Compute Engine serves, built from
+    the catalog (its zones, else zones ``a``-``c`` of each priced region)."""
+    machines: dict[str, dict[str, dict]] = {}
+    gpus: dict[str, dict[str, dict]] = {}
+
+    def zones_of(by_region: Mapping[str, tuple[str, ...]]) -> list[str]:
+        return [
+            zone
+            for region, names in by_region.items()
+            for zone in names or [f"{region}-{letter}" for letter in EMULATED_ZONE_LETTERS]
+        ]
+
+    for entry in _all_types():
+        if entry.tpu is not None:
+            continue
+        facts: dict = {"guestCpus": entry.vcpus, "memoryMb": entry.memory_mib}
+        if entry.accelerator is not None:
+            facts["accelerators"] = [
+                {
+                    "guestAcceleratorType": entry.accelerator.cloud_name,
+                    "guestAcceleratorCount": int(entry.accelerator.count),
+                }
+            ]
+        for zone in zones_of(entry.zones):
+            machines.setdefault(zone, {})[entry.name] = facts
+    for gce_name in gcp_data()["gpus"]:
+        most = max([r["count"] for r in gcp_data()["n1_attachable_gpus"].get(gce_name, [])] or [8])
+        for zone in zones_of(accelerator_zones(gce_name)):
+            gpus.setdefault(zone, {})[gce_name] = {
+                "description": canonical_gpu_name(gce_name),
+                "maximumCardsPerInstance": most,
+            }
+    return machines, gpus

@@ -1,10 +1,10 @@
-"""What ``autoscale catalog refresh`` does, per cloud: rebuild a cloud's instance types (or
-its prices) from the cloud's live APIs into the user's catalog folder, which then takes
-precedence over the bundled snapshot. Each returns the lines to tell the user."""
+"""What ``autoscale catalog refresh`` asks and answers (each cloud's ``Cloud.refresh_catalog``
+does the work), and the EC2 refresh: instance types or prices from the live APIs into the
+user's catalog folder, which then takes precedence over the bundled snapshot."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -19,6 +19,8 @@ class RefreshRequest:
     endpoint_url: str | None = None
     """The cloud's compute API endpoint (a VPC endpoint, LocalStack, an emulator)."""
     pricing_endpoint_url: str | None = None
+    project: str | None = None
+    """The project whose facts to read (GCP)."""
 
 
 @dataclass
@@ -79,7 +81,3 @@ def _aws_prices(session, request: RefreshRequest) -> RefreshReport:
             f"to {user_catalog_dir() / AWS_PRICES_FILE}"
         ]
     )
-
-
-REFRESHERS: dict[str, Callable[[RefreshRequest], RefreshReport]] = {"aws": refresh_aws}
-"""Cloud -> its live refresh."""

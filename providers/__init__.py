@@ -21,7 +21,7 @@ from providers.base import Cloud, NodeProvider
 
 CLOUDS = {
     "aws": "providers.aws.cloud:AwsCloud",
-    "gcp": "providers.gcp_tpu.cloud:GcpCloud",
+    "gcp": "providers.gcp.cloud:GcpCloud",
 }
 """``provider.type`` -> the cloud's offline surface."""
 

@@ -20,6 +20,7 @@ from providers.errors import ProviderError
 
 if TYPE_CHECKING:
     from instance_catalog.catalog import Offer
+    from instance_catalog.live_refresh import RefreshReport, RefreshRequest
 
 # Ownership tags (AWS tags; GCP labels use the same keys, which are valid label keys).
 TAG_CLUSTER = "accel-cluster-name"
@@ -65,6 +66,8 @@ class NodeTypeOffering:
     market: str = ON_DEMAND
     zones: tuple[str, ...] = ()
     region: str | None = None
+    notes: tuple[str, ...] = ()
+    """What the user should know about it (e.g. a zone the cloud's published list lacks)."""
 
     def offerings(self) -> tuple[Offering, ...]:
         """The units of availability it draws on: one per zone (one zone-less if none)."""
@@ -140,6 +143,13 @@ class LaunchResult:
         return 0 < len(self.nodes) < self.requested
 
 
+def split_zones(zones: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``"a, b"`` or ``["a", "b"]`` as ``("a", "b")``."""
+    if isinstance(zones, str):
+        zones = zones.split(",")
+    return tuple(str(zone).strip() for zone in zones or () if zone and str(zone).strip())
+
+
 class Cloud(ABC):
     """What the autoscaler knows about one cloud without calling it: how a node config names
     its instance type and offering, how a node boots the agent, how long a tag may be, and
@@ -177,8 +187,10 @@ class Cloud(ABC):
     def offering(
         self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
     ) -> NodeTypeOffering | None:
-        """Instance type, market and zones ``node_config`` launches on (None without an
-        instance type). A ``market`` key in ``node_config`` wins over the cloud's own keys."""
+        """Instance type, market, zones and region ``node_config`` launches on (None without
+        an instance type). ``market``, ``region`` and ``availability_zone`` keys in
+        ``node_config`` (the node type's own, see ``launch_config``) win over the cloud's own
+        keys and over ``provider_config``."""
 
     def price_region(self, provider_config: Mapping[str, Any]) -> str | None:
         """The region whose catalog prices apply."""
@@ -195,6 +207,13 @@ class Cloud(ABC):
     def emulator_settings(self) -> dict[str, Any]:
         """Provider settings the embedded local cloud needs (e.g. throwaway credentials)."""
         return {}
+
+    def refresh_catalog(self, request: RefreshRequest) -> RefreshReport:
+        """Rebuild this cloud's catalog (or prices) from its live APIs into the user's
+        catalog folder; raises ``CatalogRefreshError`` saying what to fix."""
+        from instance_catalog.refresh import CatalogRefreshError
+
+        raise CatalogRefreshError(f"{self.name} has no live catalog refresh")
 
 
 class NodeProvider(ABC):

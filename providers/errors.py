@@ -76,13 +76,33 @@ class InvalidConfigError(ProviderError):
     def __init__(self, *args, field: str | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.field = field
-        """The node_config key at fault (dotted, e.g. ``guestAccelerators[0].acceleratorType``)."""
+        """The node_config key at fault (dotted, e.g. ``guestAccelerators[0].acceleratorType``);
+        one starting ``provider.`` names the cluster's provider section instead."""
 
 
 class NodeNotFoundError(ProviderError):
     """The resource does not exist (or no longer does)."""
 
     kind = "not-found"
+
+
+def launch_failure(errors: list[ProviderError]) -> ProviderError:
+    """The error of a create that launched nothing. No capacity in any zone tried is a
+    capacity error for the instance type in every zone (``offering.zone`` None), so the next
+    plan moves on to another node type."""
+    from providers.base import Offering
+
+    last = errors[-1]
+    if len(errors) == 1 or not all(isinstance(e, CapacityError) for e in errors):
+        return last
+    zones = ", ".join(str(e.offering.zone) for e in errors if e.offering)
+    offering = last.offering and Offering(last.offering.instance_type, None, last.offering.market)
+    return CapacityError(
+        f"no capacity in any of {zones}: {last.raw_message}",
+        offering=offering,
+        code=last.code,
+        raw_message=last.raw_message,
+    )
 
 
 ERROR_CLASSES: tuple[type[ProviderError], ...] = (

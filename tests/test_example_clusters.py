@@ -144,7 +144,8 @@ def test_spot_capacity_out_falls_back_to_on_demand(name, spot_out):
     )
     spot = {t.name.removesuffix("_spot") for t in types if t.market == "spot"}
     assert spot == set(spot_out)  # every spot type has its on-demand twin
-    bundles = [gpu("A10G"), gpu("L4"), gpu("L40S")] if name == "aws-gpu.yaml" else [{"TPU": 4}]
+    v4 = {"TPU": 4, "accelerator_type:TPU-V4": 0.001}
+    bundles = [gpu("A10G"), gpu("L4"), gpu("L40S")] if name == "aws-gpu.yaml" else [v4]
     base = request(config, bundles)
     result = plan(dataclasses.replace(base, node_types=types))
     assert result.infeasible == ()

@@ -9,7 +9,6 @@ import click
 
 from accel.user_input import clip
 from autoscaler.cli.output import print_json, print_table
-from instance_catalog.live_refresh import REFRESHERS
 from instance_catalog.model import CLOUDS
 
 if TYPE_CHECKING:
@@ -157,27 +156,28 @@ def _row(offer: Offer, region: str | None) -> tuple[Any, ...]:
 
 
 @catalog.command()
-@click.option(
-    "--cloud", type=click.Choice(sorted(REFRESHERS)), required=True, help="Cloud to refresh."
-)
+@click.option("--cloud", type=CLOUD_CHOICE, required=True, help="Cloud to refresh.")
 @click.option("--region", "regions", multiple=True, help="Only these regions (repeatable).")
 @click.option("--prices", is_flag=True, help="Refresh on-demand and spot prices, not types.")
 @click.option("--endpoint-url", help="Compute API endpoint (VPC endpoint, LocalStack, emulator).")
 @click.option("--pricing-endpoint-url", help="Price list API endpoint (with --prices).")
+@click.option("--project", help="The project to read the facts of (clouds with projects).")
 def refresh(
     cloud: str,
     regions: tuple[str, ...],
     prices: bool,
     endpoint_url: str | None,
     pricing_endpoint_url: str | None,
+    project: str | None,
 ) -> None:
     """Rebuild a cloud's catalog, or its prices, from its live APIs (needs credentials)."""
     from instance_catalog.live_refresh import RefreshRequest
     from instance_catalog.refresh import CatalogRefreshError
+    from providers import cloud_for
 
-    request = RefreshRequest(regions, prices, endpoint_url, pricing_endpoint_url)
+    request = RefreshRequest(regions, prices, endpoint_url, pricing_endpoint_url, project)
     try:
-        report = REFRESHERS[cloud](request)
+        report = cloud_for(cloud).refresh_catalog(request)
     except CatalogRefreshError as err:
         raise click.ClickException(str(err)) from err
     for line in report.lines:

@@ -38,8 +38,21 @@ class ClusterConfig:
         return cloud_for(self.spec.provider.type)
 
     def provider_settings(self) -> dict[str, Any]:
-        """The ``provider`` section as the cloud's plugin takes it."""
-        return self.spec.provider.model_dump(exclude_none=True)
+        """The ``provider`` section as the cloud's plugin takes it, with ``offerings``: where
+        each node type launches (instance type, market, region, zones), so the plugin knows
+        every region and zone the cluster's nodes may be in."""
+        offerings = [
+            {
+                "node_type": node_type.name,
+                "instance_type": node_type.offering.instance_type,
+                "market": node_type.offering.market,
+                "region": node_type.offering.region,
+                "zones": list(node_type.offering.zones),
+            }
+            for node_type in self.filled
+            if node_type.offering is not None
+        ]
+        return {**self.spec.provider.model_dump(exclude_none=True), "offerings": offerings}
 
     def launch_config(self, node_type: str) -> dict[str, Any]:
         """The node_config a launch of ``node_type`` sends its plugin (market included)."""

@@ -28,11 +28,11 @@ class ConfigProblem(ValueError):
 
 
 class ConfigError(ValueError):
-    """Everything wrong with one cluster config, in a few short lines."""
+    """Everything wrong with one cluster config, in a few short lines (each said once)."""
 
     def __init__(self, source: str, messages: Iterable[str]) -> None:
         self.source = source
-        self.messages = tuple(_cut(message, MAX_LINE) for message in messages)
+        self.messages = tuple(dict.fromkeys(_cut(message, MAX_LINE) for message in messages))
         shown = [f"  {message}" for message in self.messages[:MAX_LINES]]
         if len(self.messages) > MAX_LINES:
             shown.append(f"  ... and {len(self.messages) - MAX_LINES} more")

@@ -31,8 +31,6 @@ def build_node_type(
     """
     path = f"available_node_types.{name}"
     node_config = launch_config(spec)
-    with _field_problems(f"{path}.node_config"):
-        offering = cloud.offering(node_config, provider_config)
     try:
         with _field_problems(f"{path}.node_config"):
             offer = cloud.catalog_offer(node_config, provider_config)
@@ -41,6 +39,15 @@ def build_node_type(
             raise
         warnings.append(f"{problem}; using the given resources")
         offer = None
+    try:
+        with _field_problems(f"{path}.node_config"):
+            offering = cloud.offering(node_config, provider_config)
+    except ConfigProblem:
+        if offer is not None or spec.resources is None:
+            raise
+        offering = None  # an instance type the catalog does not know: warned above
+    if offering is not None:
+        warnings.extend(f"{path}.node_config: {note}" for note in offering.notes)
     if offer is None and spec.resources is None:
         raise ConfigProblem(
             f"{path}.node_config.{cloud.instance_type_field}",
@@ -66,19 +73,25 @@ def build_node_type(
 
 
 def launch_config(spec: NodeTypeConfig) -> dict[str, Any]:
-    """The node_config a launch sends its plugin: the YAML's, with the node type's market."""
+    """The node_config a launch sends its plugin: the YAML's, with the node type's own
+    ``market``, ``region`` and ``availability_zone`` (the cloud reads them over its own)."""
     node_config = dict(spec.node_config)
-    if spec.market:
-        node_config["market"] = spec.market
+    for key in ("market", "region", "availability_zone"):
+        value = getattr(spec, key)
+        if value:
+            node_config[key] = value
     return node_config
 
 
 @contextmanager
 def _field_problems(path: str) -> Iterator[None]:
-    """A cloud's node_config error as a problem at its field under ``path``."""
+    """A cloud's node_config error as a problem at its field under ``path`` (or in the
+    provider section, when the field says so)."""
     try:
         yield
     except InvalidConfigError as err:
+        if err.field and err.field.startswith("provider."):
+            raise ConfigProblem(err.field, err.raw_message) from None
         field = f".{err.field}" if err.field else ""
         raise ConfigProblem(f"{path}{field}", err.raw_message) from None
 

@@ -43,7 +43,8 @@ class ProviderConfig(BaseModel):
     type: str
     """A registered cloud (``providers.CLOUDS``)."""
     region: str | None = None
-    availability_zone: str | None = None
+    availability_zone: list[str] | str | None = None
+    """Zones in order of preference (a list, or ``"a,b"``)."""
     endpoint_url: str | None = None
     emulator: bool = False
     cache_stopped_nodes: bool | None = None
@@ -81,6 +82,10 @@ class NodeTypeConfig(_Section):
     priority: int = 0
     market: Market | None = None
     """None: spot when node_config asks the cloud for spot capacity, else on-demand."""
+    region: str | None = None
+    """Launch this node type in its own region (else the provider's)."""
+    availability_zone: list[str] | str | None = None
+    """Its own zones, in order of preference (a list, or ``"a,b"``)."""
     bootstrap_before: Commands | None = None
     """Shell commands run on the node before the agent is installed and started."""
     bootstrap_after: Commands | None = None

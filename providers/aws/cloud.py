@@ -4,12 +4,16 @@ the embedded local EC2 (moto's server)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from instance_catalog.catalog import Offer
 from providers.aws.nodes import market_of
-from providers.base import Cloud, NodeTypeOffering
+from providers.base import Cloud, NodeTypeOffering, split_zones
 from providers.catalog import catalog_entry
+
+if TYPE_CHECKING:
+    from instance_catalog.live_refresh import RefreshReport, RefreshRequest
+from providers.errors import InvalidConfigError
 
 NODE_IDENTITY_SCRIPT = (
     "TOKEN=$(curl -fsS -X PUT http://169.254.169.254/latest/api/token "
@@ -60,16 +64,26 @@ class AwsCloud(Cloud):
         name = node_config.get("InstanceType")
         if name is None:
             return None
+        region = node_config.get("region") or provider_config.get("region")
+        if region != provider_config.get("region"):
+            raise InvalidConfigError(
+                f"an AWS cluster launches in one region ({provider_config.get('region')}); "
+                f"set the node type's availability_zone instead of region {region}",
+                field="region",
+            )
         subnets = node_config.get("SubnetId") or node_config.get("SubnetIds")
-        zones = () if subnets else split_zones(provider_config.get("availability_zone"))
-        return NodeTypeOffering(
-            str(name), market_of(node_config), zones, provider_config.get("region")
-        )
+        zones = () if subnets else split_zones(zones_of(node_config, provider_config))
+        return NodeTypeOffering(str(name), market_of(node_config), zones, region)
 
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         config = dict(node_config)
         config.setdefault("UserData", script)
         return config
+
+    def refresh_catalog(self, request: RefreshRequest) -> RefreshReport:
+        from instance_catalog.live_refresh import refresh_aws
+
+        return refresh_aws(request)
 
     def emulator_argv(self, host: str, port: int) -> list[str]:
         return ["-m", self.emulator_module, "-H", host, "-p", str(port)]
@@ -80,8 +94,6 @@ class AwsCloud(Cloud):
         return {"aws_access_key_id": "emulator", "aws_secret_access_key": "emulator"}
 
 
-def split_zones(zones: str | list[str] | None) -> tuple[str, ...]:
-    """``"a, b"`` or ``["a", "b"]`` as ``("a", "b")``."""
-    if isinstance(zones, str):
-        zones = zones.split(",")
-    return tuple(zone.strip() for zone in zones or () if zone and zone.strip())
+def zones_of(node_config: Mapping[str, Any], provider_config: Mapping[str, Any]) -> Any:
+    """The node type's own ``availability_zone`` (a list in order), else the provider's."""
+    return node_config.get("availability_zone") or provider_config.get("availability_zone")

@@ -23,14 +23,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from providers.aws.client import LOST_ANSWERS, call, errors_classified, retries_of
-from providers.aws.cloud import split_zones
 from providers.aws.nodes import to_node
-from providers.base import SPOT, Offering, ProviderNode
-from providers.errors import CapacityError, ProviderError
+from providers.base import SPOT, Offering, ProviderNode, split_zones
+from providers.errors import ProviderError, launch_failure
 
 logger = logging.getLogger(__name__)
 
-OUR_KEYS = frozenset({"market", "SubnetIds"})
+OUR_KEYS = frozenset({"market", "SubnetIds", "region", "availability_zone"})
 """``node_config`` keys this plugin reads and EC2 does not take."""
 TAGGED_RESOURCES = ("instance", "volume")
 MAX_BACKOFF_S = 20.0
@@ -137,14 +136,4 @@ def run_instances(
 
 def failure(errors: list[ProviderError]) -> ProviderError:
     """The error of a create that launched nothing: no capacity anywhere names the type."""
-    last = errors[-1]
-    if len(errors) == 1 or not all(isinstance(e, CapacityError) for e in errors):
-        return last
-    zones = ", ".join(str(e.offering.zone) for e in errors if e.offering)
-    offering = last.offering and Offering(last.offering.instance_type, None, last.offering.market)
-    return CapacityError(
-        f"no capacity in any of {zones}: {last.raw_message}",
-        offering=offering,
-        code=last.code,
-        raw_message=last.raw_message,
-    )
+    return launch_failure(errors)

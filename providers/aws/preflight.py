@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from providers.aws.cloud import split_zones
+from providers.base import split_zones
 
 
 def preflight(

@@ -24,7 +24,7 @@ from providers.aws import launch
 from providers.aws import stopped as stopped_nodes
 from providers.aws.account import AwsAccount
 from providers.aws.client import batches, call, create_tags, make_client, pages
-from providers.aws.cloud import AwsCloud
+from providers.aws.cloud import AwsCloud, zones_of
 from providers.aws.nodes import LIVE_STATES, market_of, to_node
 from providers.aws.preflight import preflight
 from providers.aws.resources import instance_type_resources
@@ -148,9 +148,8 @@ class AwsNodeProvider(NodeProvider):
         errors: list[ProviderError] = []
         launched_with = None
         request = _Request(node_config, tags, count, launch_request_id, all_or_nothing)
-        for subnet, zone in launch.placements(
-            self.ec2, node_config, self.provider_config.get("availability_zone"), self._subnet_zones
-        ):
+        zones = zones_of(node_config, self.provider_config)
+        for subnet, zone in launch.placements(self.ec2, node_config, zones, self._subnet_zones):
             offering = Offering(node_config.get("InstanceType", ""), zone, market_of(node_config))
             before = len(held)
             try:

@@ -1,123 +1,102 @@
-"""The Cloud TPU v2 API for one project and zone: the real client, explicit retries, LRO waits.
-
-The v2 client retries nothing by default, so every call here carries a
-``google.api_core.retry.Retry`` with a deadline that retries only transient failures
-(``errors.is_retryable``). Long-running operations are polled until a deadline, never longer.
-"""
+"""The Cloud TPU v2 API for one project: nodes and queued resources per zone, through the
+real client (REST) with the shared retries (``providers.gcp.api``)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from google.api_core import retry as retries
-from google.api_core.client_options import ClientOptions
-from google.api_core.future import polling as polling_future
 from google.api_core.operation import Operation
-from google.auth.credentials import AnonymousCredentials
 from google.cloud import tpu_v2
 from google.protobuf import field_mask_pb2
 
 from providers.errors import InvalidConfigError
-from providers.gcp_tpu.errors import is_retryable
+from providers.gcp.api import CallSettings, client_kwargs
 
-logger = logging.getLogger(__name__)
-
-DEFAULT_RETRY_DEADLINE_S = 60.0
-DEFAULT_REQUEST_TIMEOUT_S = 60.0
-DEFAULT_OPERATION_POLL_S = 2.0
 PAGE_SIZE = 100
 
 
 class TpuApi:
-    """Calls on ``projects/<project_id>/locations/<zone>`` through ``tpu_v2.TpuClient`` (REST)."""
+    """Calls on ``projects/<project_id>/locations/<zone>`` through ``tpu_v2.TpuClient``."""
 
     def __init__(self, provider_config: Mapping[str, Any]) -> None:
         project = provider_config.get("project_id")
-        zone = provider_config.get("availability_zone")
-        if not project or not zone:
-            raise InvalidConfigError(
-                "provider.project_id and provider.availability_zone are required"
-            )
-        self.zone = str(zone)
-        self.parent = f"projects/{project}/locations/{zone}"
-        deadline = float(provider_config.get("retry_deadline_s", DEFAULT_RETRY_DEADLINE_S))
-        self.retry = retries.Retry(
-            predicate=is_retryable,
-            initial=min(1.0, deadline / 20),
-            maximum=min(30.0, deadline / 2),
-            multiplier=2.0,
-            timeout=deadline,
-        )
-        self.request_timeout_s = float(
-            provider_config.get("request_timeout_s", DEFAULT_REQUEST_TIMEOUT_S)
-        )
-        self.poll_s = float(provider_config.get("operation_poll_s", DEFAULT_OPERATION_POLL_S))
-        self.client = _make_client(provider_config)
+        if not project:
+            raise InvalidConfigError("provider.project_id is required", field="project_id")
+        self.project = str(project)
+        self.settings = CallSettings(provider_config)
+        self.client = tpu_v2.TpuClient(**client_kwargs(provider_config))
 
-    def node_name(self, node_id: str) -> str:
-        return f"{self.parent}/nodes/{node_id}"
+    def _call(self) -> dict[str, Any]:
+        return {"retry": self.settings.retry, "timeout": self.settings.timeout_s}
 
-    def list_nodes(self) -> Iterator[tpu_v2.Node]:
+    def parent(self, zone: str) -> str:
+        return f"projects/{self.project}/locations/{zone}"
+
+    def node_name(self, zone: str, node_id: str) -> str:
+        return f"{self.parent(zone)}/nodes/{node_id}"
+
+    # Nodes ------------------------------------------------------------------------------
+    def list_nodes(self, zone: str) -> Iterator[tpu_v2.Node]:
         """Every node in the zone, all pages (each page request retried)."""
-        request = tpu_v2.ListNodesRequest(parent=self.parent, page_size=PAGE_SIZE)
-        pager = self.client.list_nodes(
-            request=request, retry=self.retry, timeout=self.request_timeout_s
-        )
-        yield from pager
+        request = tpu_v2.ListNodesRequest(parent=self.parent(zone), page_size=PAGE_SIZE)
+        yield from self.client.list_nodes(request=request, **self._call())
 
-    def get_node(self, node_id: str) -> tpu_v2.Node:
-        return self.client.get_node(
-            name=self.node_name(node_id), retry=self.retry, timeout=self.request_timeout_s
-        )
+    def get_node(self, zone: str, node_id: str) -> tpu_v2.Node:
+        return self.client.get_node(name=self.node_name(zone, node_id), **self._call())
 
-    def create_node(self, node_id: str, node: tpu_v2.Node) -> Operation:
+    def create_node(self, zone: str, node_id: str, node: tpu_v2.Node) -> Operation:
         """Start creating ``node_id``; safe to retry because the id is the idempotency key."""
         return self.client.create_node(
-            parent=self.parent,
-            node=node,
-            node_id=node_id,
-            retry=self.retry,
-            timeout=self.request_timeout_s,
+            parent=self.parent(zone), node=node, node_id=node_id, **self._call()
         )
 
-    def delete_node(self, node_id: str) -> Operation:
-        return self.client.delete_node(
-            name=self.node_name(node_id), retry=self.retry, timeout=self.request_timeout_s
-        )
+    def delete_node(self, zone: str, node_id: str) -> Operation:
+        return self.client.delete_node(name=self.node_name(zone, node_id), **self._call())
 
-    def update_labels(self, node_id: str, labels: Mapping[str, str]) -> Operation:
-        node = tpu_v2.Node(name=self.node_name(node_id), labels=dict(labels))
+    def update_labels(self, zone: str, node_id: str, labels: Mapping[str, str]) -> Operation:
+        node = tpu_v2.Node(name=self.node_name(zone, node_id), labels=dict(labels))
         return self.client.update_node(
-            node=node,
-            update_mask=field_mask_pb2.FieldMask(paths=["labels"]),
-            retry=self.retry,
-            timeout=self.request_timeout_s,
+            node=node, update_mask=field_mask_pb2.FieldMask(paths=["labels"]), **self._call()
         )
 
-    def wait(self, operation: Operation, timeout_s: float) -> Any:
-        """The operation's result; raises its error, or TimeoutError after ``timeout_s``."""
-        polling = polling_future.DEFAULT_POLLING.with_delay(
-            initial=self.poll_s, maximum=max(self.poll_s, 10.0), multiplier=1.5
+    # Queued resources -------------------------------------------------------------------
+    def queued_name(self, zone: str, queued_id: str) -> str:
+        return f"{self.parent(zone)}/queuedResources/{queued_id}"
+
+    def list_queued(self, zone: str) -> Iterator[tpu_v2.QueuedResource]:
+        request = tpu_v2.ListQueuedResourcesRequest(parent=self.parent(zone), page_size=PAGE_SIZE)
+        yield from self.client.list_queued_resources(request=request, **self._call())
+
+    def get_queued(self, zone: str, queued_id: str) -> tpu_v2.QueuedResource:
+        return self.client.get_queued_resource(
+            name=self.queued_name(zone, queued_id), **self._call()
         )
-        return operation.result(timeout=max(timeout_s, 0.0), retry=self.retry, polling=polling)
 
+    def create_queued(self, zone: str, queued_id: str, queued: tpu_v2.QueuedResource) -> Operation:
+        return self.client.create_queued_resource(
+            parent=self.parent(zone),
+            queued_resource=queued,
+            queued_resource_id=queued_id,
+            **self._call(),
+        )
 
-def _make_client(provider_config: Mapping[str, Any]) -> tpu_v2.TpuClient:
-    """A REST client on ``endpoint_url`` if given, with Application Default Credentials.
+    def delete_queued(self, zone: str, queued_id: str) -> Operation:
+        """Delete the request and, with ``force``, the node it made."""
+        request = tpu_v2.DeleteQueuedResourceRequest(
+            name=self.queued_name(zone, queued_id), force=True
+        )
+        return self.client.delete_queued_resource(request=request, **self._call())
 
-    A plain ``http://`` endpoint (a local fake) gets anonymous credentials: a real token is
-    never sent in clear text. The REST transport keeps an explicit scheme, so
-    ``http://127.0.0.1:PORT`` works as the ``api_endpoint``.
-    """
-    endpoint = provider_config.get("endpoint_url")
-    if not endpoint:
-        return tpu_v2.TpuClient(transport="rest")
-    endpoint = str(endpoint).rstrip("/")
-    credentials = AnonymousCredentials() if endpoint.startswith("http://") else None
-    return tpu_v2.TpuClient(
-        transport="rest",
-        credentials=credentials,
-        client_options=ClientOptions(api_endpoint=endpoint),
-    )
+    # Facts ------------------------------------------------------------------------------
+    def zones(self) -> list[str]:
+        """Every location the TPU API serves for the project."""
+        from google.cloud.location import locations_pb2
+
+        request = locations_pb2.ListLocationsRequest(name=f"projects/{self.project}")
+        answer = self.client.list_locations(request=request, **self._call())
+        return sorted(location.location_id for location in answer.locations)
+
+    def accelerator_types(self, zone: str) -> Iterator[tpu_v2.AcceleratorType]:
+        request = tpu_v2.ListAcceleratorTypesRequest(parent=self.parent(zone), page_size=PAGE_SIZE)
+        yield from self.client.list_accelerator_types(request=request, **self._call())

@@ -9,41 +9,39 @@ Faults for tests are injected with :meth:`TpuCloud.inject` (or ``POST /_emulator
 with the same fields as JSON; ``DELETE /_emulator/faults`` clears them). State lives in
 memory, behind one lock, and is bounded.
 
-Run it standalone: ``python -m providers.gcp_tpu.emulator --host 127.0.0.1 --port 8470``.
+The embedded local GCP (``providers.gcp.emulator``) serves it beside the fake Compute Engine.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
-import json
 import logging
 import math
 import re
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from google.cloud.tpu_v2.types import cloud_tpu
 
 from accel.tpu_generations import generation, parse_pod_type
-from instance_catalog.tpu import tpu_slice
+from instance_catalog.tpu import tpu_slice, tpu_slice_types, tpu_zones
+from providers.gcp.fake_api import ApiError, FakeServer, any_detail, now_rfc3339
 
 logger = logging.getLogger(__name__)
 
 FAULTS_PATH = "/_emulator/faults"
 _NODES = re.compile(r"^/v2/projects/([^/]+)/locations/([^/]+)/nodes(?:/([^/:]+))?$")
 _OPERATION = re.compile(r"^/v2/projects/([^/]+)/locations/([^/]+)/operations/([^/:]+)$")
+_QUEUED = re.compile(r"^/v2/projects/([^/]+)/locations/([^/]+)/queuedResources(?:/([^/:]+))?$")
+_ACCELERATOR_TYPES = re.compile(r"^/v2/projects/([^/]+)/locations/([^/]+)/acceleratorTypes$")
+_LOCATIONS = re.compile(r"^/v2/projects/([^/]+)/locations$")
 _NODE_ID = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-_TYPE_URL = "type.googleapis.com/"
 _MAX_PAGE_SIZE = 100
 FAULT_KINDS = (
     "stockout",  # the create operation fails: no more capacity in the zone (code 8)
@@ -53,12 +51,14 @@ FAULT_KINDS = (
     "permission",  # 403 PERMISSION_DENIED naming the IAM permission
     "unavailable",  # 503 UNAVAILABLE
     "operation_error",  # the operation fails with ``code``/``message``
+    "queued_failed",  # a queued resource fails instead of getting capacity
 )
 _FAULT_METHODS = {
     "stockout": ("create",),
     "stockout_call": ("create",),
     "quota": ("create",),
     "operation_error": ("create", "delete"),
+    "queued_failed": ("provision",),
 }
 """Calls a fault kind can hit (the others hit any call)."""
 _VERB_PERMISSIONS = {
@@ -68,20 +68,11 @@ _VERB_PERMISSIONS = {
     "delete": "tpu.nodes.delete",
     "patch": "tpu.nodes.update",
     "operation": "tpu.operations.get",
+    "create_queued": "tpu.queuedResources.create",
+    "list_queued": "tpu.queuedResources.list",
+    "get_queued": "tpu.queuedResources.get",
+    "delete_queued": "tpu.queuedResources.delete",
 }
-
-
-class ApiError(Exception):
-    """An error response in the Google JSON error format."""
-
-    def __init__(
-        self, http: int, status: str, message: str, details: list[dict] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.http = http
-        self.body = {
-            "error": {"code": http, "message": message, "status": status, "details": details or []}
-        }
 
 
 @dataclass
@@ -100,14 +91,6 @@ class Fault:
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault kind {self.kind!r}; known: {', '.join(FAULT_KINDS)}")
-
-
-def _now_rfc3339() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _any(message_type: str, fields: dict) -> dict:
-    return {"@type": _TYPE_URL + message_type, **fields}
 
 
 def _slice_of(body: dict) -> tuple[str, int]:
@@ -145,6 +128,19 @@ def _check_labels(labels: dict) -> None:
             raise ApiError(400, "INVALID_ARGUMENT", f"Invalid label {key}={value!r}.")
 
 
+def _catalog_zones() -> dict[str, list[str]]:
+    """Zone -> every published slice type whose generation the catalog places there."""
+    zones: dict[str, list[str]] = {}
+    for name in tpu_slice_types():
+        shape = tpu_slice(name)
+        if shape is None or shape.generation == "v7x":
+            continue
+        for region_zones in tpu_zones(shape.generation).values():
+            for zone in region_zones:
+                zones.setdefault(zone, []).append(name)
+    return zones
+
+
 class TpuCloud:
     """The emulated TPU API state: nodes and operations of every project and zone."""
 
@@ -156,6 +152,7 @@ class TpuCloud:
         max_operations: int = 10_000,
         operation_polls: int = 0,
         clock: Callable[[], float] = time.monotonic,
+        zones: Mapping[str, list[str]] | None = None,
     ) -> None:
         self.create_delay_s = create_delay_s
         self.delete_delay_s = delete_delay_s
@@ -174,10 +171,14 @@ class TpuCloud:
         """operation name -> [due time, reads still needed, verb, finish arguments]."""
         self._faults: list[Fault] = []
         self._addresses = itertools.count(2)
+        self._queued: dict[str, dict] = {}
+        self.zones = zones if zones is not None else _catalog_zones()
+        """Zone -> slice types offered there (``acceleratorTypes``, ``locations``)."""
 
     # Holding operations (tests) ----------------------------------------------------------
     def hold(self, verb: str) -> None:
-        """Keep ``create``/``delete``/``update`` operations running until :meth:`release`."""
+        """Keep ``create``/``delete``/``update`` operations running until :meth:`release`;
+        ``provision`` keeps queued resources waiting for capacity."""
         with self._lock:
             self._held.add(verb)
 
@@ -237,7 +238,7 @@ class TpuCloud:
                 "RESOURCE_EXHAUSTED",
                 f"Quota limit '{quota}' has been exceeded. Limit: 0 in zone {zone}.",
                 [
-                    _any(
+                    any_detail(
                         "google.rpc.QuotaFailure",
                         {
                             "violations": [
@@ -257,7 +258,7 @@ class TpuCloud:
                 "Quota exceeded for quota metric 'Create requests' "
                 "and limit 'Create requests per minute' of service 'tpu.googleapis.com'.",
                 [
-                    _any(
+                    any_detail(
                         "google.rpc.ErrorInfo",
                         {
                             "reason": "RATE_LIMIT_EXCEEDED",
@@ -278,7 +279,7 @@ class TpuCloud:
                 "PERMISSION_DENIED",
                 f"Permission '{permission}' denied on resource '{resource}' (or it may not exist).",
                 [
-                    _any(
+                    any_detail(
                         "google.rpc.ErrorInfo",
                         {
                             "reason": "IAM_PERMISSION_DENIED",
@@ -335,7 +336,7 @@ class TpuCloud:
                 "name": name,
                 **({"acceleratorType": accelerator_type} if body.get("acceleratorType") else {}),
                 "state": "CREATING",
-                "createTime": _now_rfc3339(),
+                "createTime": now_rfc3339(),
                 "id": str(uuid.uuid4().int % 10**18),
                 "apiVersion": "V2",
                 "labels": dict(body.get("labels", {})),
@@ -401,6 +402,118 @@ class TpuCloud:
             self._advance()
             return dict(self._operations[name])
 
+    # Queued resources --------------------------------------------------------------------
+    def create_queued(self, project: str, zone: str, queued_id: str, body: dict) -> dict:
+        parent = f"projects/{project}/locations/{zone}"
+        name = f"{parent}/queuedResources/{queued_id}"
+        with self._lock:
+            self._advance()
+            specs = (body.get("tpu") or {}).get("nodeSpec") or []
+            if len(specs) != 1:
+                raise ApiError(400, "INVALID_ARGUMENT", "Exactly one node spec is supported.")
+            accelerator_type, _ = _slice_of(specs[0].get("node", {}))
+            self._enter("create_queued", zone, name, accelerator_type)
+            _check_labels(specs[0].get("node", {}).get("labels", {}))
+            if name in self._queued:
+                raise ApiError(409, "ALREADY_EXISTS", f"Resource '{name}' already exists.")
+            self._queued[name] = {
+                **body,
+                "name": name,
+                "createTime": now_rfc3339(),
+                "state": {"state": "ACCEPTED"},
+            }
+            finish = ("create_queued", name, 0, None)
+            return self._new_operation(parent, "create", name, 0.0, finish)
+
+    def list_queued(self, project: str, zone: str) -> dict:
+        parent = f"projects/{project}/locations/{zone}"
+        with self._lock:
+            self._advance()
+            self._enter("list_queued", zone, parent)
+            names = sorted(n for n in self._queued if n.startswith(parent + "/"))
+            return {"queuedResources": [dict(self._queued[n]) for n in names]}
+
+    def get_queued(self, project: str, zone: str, queued_id: str) -> dict:
+        name = f"projects/{project}/locations/{zone}/queuedResources/{queued_id}"
+        with self._lock:
+            self._advance()
+            self._enter("get_queued", zone, name)
+            if name not in self._queued:
+                raise ApiError(404, "NOT_FOUND", f"Resource '{name}' was not found.")
+            return dict(self._queued[name])
+
+    def delete_queued(self, project: str, zone: str, queued_id: str, force: bool) -> dict:
+        parent = f"projects/{project}/locations/{zone}"
+        name = f"{parent}/queuedResources/{queued_id}"
+        with self._lock:
+            self._advance()
+            self._enter("delete_queued", zone, name)
+            if name not in self._queued:
+                raise ApiError(404, "NOT_FOUND", f"Resource '{name}' was not found.")
+            node = f"{parent}/nodes/{queued_id}"
+            if node in self._nodes and not force:
+                raise ApiError(400, "FAILED_PRECONDITION", "The queued resource has a node.")
+            self._queued[name]["state"] = {"state": "DELETING"}
+            finish = ("delete_queued", name, 0, None)
+            return self._new_operation(parent, "delete", name, self.delete_delay_s, finish)
+
+    def _provision(self) -> None:
+        """Queued resources get their node, unless held (waiting) or failed by a fault."""
+        if "provision" in self._held:
+            return
+        for name, queued in self._queued.items():
+            if queued["state"]["state"] != "ACCEPTED":
+                continue
+            parent, queued_id = name.split("/queuedResources/")
+            spec = queued["tpu"]["nodeSpec"][0]
+            accelerator_type, hosts = _slice_of(spec["node"])
+            fault = self._take_fault("provision", parent.split("/")[3], accelerator_type)
+            if fault is not None:
+                queued["state"] = {"state": "FAILED"}
+                continue
+            node = dict(spec["node"])
+            if "spot" in queued:
+                node["schedulingConfig"] = {**node.get("schedulingConfig", {}), "spot": True}
+            self._nodes[f"{parent}/nodes/{queued_id}"] = {
+                **node,
+                "name": f"{parent}/nodes/{queued_id}",
+                "state": "READY",
+                "createTime": now_rfc3339(),
+                "labels": dict(node.get("labels", {})),
+                "networkEndpoints": self._endpoints(hosts, node.get("networkConfig", {})),
+            }
+            queued["state"] = {"state": "ACTIVE"}
+
+    # Facts --------------------------------------------------------------------------------
+    def accelerator_types(self, project: str, zone: str) -> dict:
+        with self._lock:
+            self._enter("accelerator_types", zone, zone)
+            parent = f"projects/{project}/locations/{zone}"
+            return {
+                "acceleratorTypes": [
+                    {"name": f"{parent}/acceleratorTypes/{name}", "type": name}
+                    for name in self.zones.get(zone, [])
+                ]
+            }
+
+    def locations(self, project: str) -> dict:
+        with self._lock:
+            self._enter("locations", "", project)
+            return {
+                "locations": [
+                    {"name": f"projects/{project}/locations/{zone}", "locationId": zone}
+                    for zone in sorted(self.zones)
+                ]
+            }
+
+    # Tests ---------------------------------------------------------------------------------
+    def preempt(self, project: str, zone: str, node_id: str) -> None:
+        """Preempt a (spot) node: it stays listed as PREEMPTED until deleted."""
+        with self._lock:
+            self._node(f"projects/{project}/locations/{zone}/nodes/{node_id}")["state"] = (
+                "PREEMPTED"
+            )
+
     def put_node(
         self,
         project: str,
@@ -419,7 +532,7 @@ class TpuCloud:
                 "acceleratorType": accelerator_type,
                 "state": state,
                 "runtimeVersion": "tpu-ubuntu2204-base",
-                "createTime": _now_rfc3339(),
+                "createTime": now_rfc3339(),
                 "labels": dict(labels or {}),
                 "networkEndpoints": self._endpoints(hosts, {}),
             }
@@ -440,9 +553,9 @@ class TpuCloud:
         self, parent: str, verb: str, target: str, delay_s: float, finish: tuple
     ) -> dict:
         name = f"{parent}/operations/operation-{uuid.uuid4().hex}"
-        metadata = _any(
+        metadata = any_detail(
             "google.cloud.tpu.v2.OperationMetadata",
-            {"createTime": _now_rfc3339(), "target": target, "verb": verb, "apiVersion": "v2"},
+            {"createTime": now_rfc3339(), "target": target, "verb": verb, "apiVersion": "v2"},
         )
         self._operations[name] = {"name": name, "metadata": metadata, "done": False}
         excess = len(self._operations) - self.max_operations
@@ -454,6 +567,7 @@ class TpuCloud:
 
     def _advance(self) -> None:
         """Finish every operation whose time has come, read often enough and not held."""
+        self._provision()
         now = self.clock()
         for name, (due, reads_left, verb, finish) in list(self._pending.items()):
             if due <= now and reads_left <= 0 and verb not in self._held:
@@ -464,6 +578,9 @@ class TpuCloud:
         self, op_name: str, verb: str, node_name: str, hosts: int, fault: Fault | None
     ) -> None:
         operation = self._operations.get(op_name)
+        if verb in ("create_queued", "delete_queued"):
+            self._finish_queued(operation, verb, node_name)
+            return
         node = self._nodes.get(node_name)
         error = None
         zone = node_name.split("/")[3]
@@ -493,9 +610,67 @@ class TpuCloud:
         if error is not None:
             operation["error"] = error
         elif verb == "delete" or node is None:
-            operation["response"] = _any("google.protobuf.Empty", {})
+            operation["response"] = any_detail("google.protobuf.Empty", {})
         else:
-            operation["response"] = _any("google.cloud.tpu.v2.Node", dict(node))
+            operation["response"] = any_detail("google.cloud.tpu.v2.Node", dict(node))
+
+    def _finish_queued(self, operation: dict | None, verb: str, name: str) -> None:
+        queued = self._queued.get(name)
+        if verb == "delete_queued":
+            self._queued.pop(name, None)
+            parent, queued_id = name.split("/queuedResources/")
+            self._nodes.pop(f"{parent}/nodes/{queued_id}", None)
+        if operation is not None:
+            operation["done"] = True
+            response = dict(queued) if queued and verb == "create_queued" else {}
+            kind = "google.cloud.tpu.v2.QueuedResource" if response else "google.protobuf.Empty"
+            operation["response"] = any_detail(kind, response)
+
+    # HTTP ------------------------------------------------------------------------------------
+    def route(self, method: str, path: str, query: dict[str, str], body: dict) -> dict:
+        """Serve one request of the Cloud TPU v2 REST API (or the faults endpoint)."""
+        if path == FAULTS_PATH and method == "POST":
+            self.inject(Fault(**body))
+            return {}
+        if path == FAULTS_PATH and method == "DELETE":
+            self.clear_faults()
+            return {}
+        match = _OPERATION.match(path)
+        if match and method == "GET":
+            return self.operation(*match.groups())
+        match = _QUEUED.match(path)
+        if match:
+            project, zone, queued_id = match.groups()
+            if queued_id is None and method == "POST":
+                return self.create_queued(project, zone, query.get("queuedResourceId", ""), body)
+            if queued_id is None and method == "GET":
+                return self.list_queued(project, zone)
+            if queued_id is not None and method == "GET":
+                return self.get_queued(project, zone, queued_id)
+            if queued_id is not None and method == "DELETE":
+                force = query.get("force", "").lower() == "true"
+                return self.delete_queued(project, zone, queued_id, force)
+        match = _ACCELERATOR_TYPES.match(path)
+        if match and method == "GET":
+            return self.accelerator_types(*match.groups())
+        match = _LOCATIONS.match(path)
+        if match and method == "GET":
+            return self.locations(match.group(1))
+        match = _NODES.match(path)
+        if match:
+            project, zone, node_id = match.groups()
+            if node_id is None and method == "POST":
+                return self.create(project, zone, query.get("nodeId", ""), body)
+            if node_id is None and method == "GET":
+                size = int(query.get("pageSize") or 0)
+                return self.list(project, zone, size, query.get("pageToken", ""))
+            if node_id is not None and method == "GET":
+                return self.get(project, zone, node_id)
+            if node_id is not None and method == "DELETE":
+                return self.delete(project, zone, node_id)
+            if node_id is not None and method == "PATCH":
+                return self.patch(project, zone, node_id, query.get("updateMask", ""), body)
+        raise ApiError(404, "NOT_FOUND", f"{method} {path} is not part of the emulated API.")
 
     def _endpoints(self, hosts: int, network_config: dict) -> list[dict]:
         endpoints = []
@@ -513,133 +688,9 @@ class TpuCloud:
         return endpoints
 
 
-class _Handler(BaseHTTPRequestHandler):
-    cloud: TpuCloud
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        logger.debug("%s - " + format, self.address_string(), *args)
-
-    def do_GET(self) -> None:
-        self._serve("GET")
-
-    def do_POST(self) -> None:
-        self._serve("POST")
-
-    def do_DELETE(self) -> None:
-        self._serve("DELETE")
-
-    def do_PATCH(self) -> None:
-        self._serve("PATCH")
-
-    def _serve(self, method: str) -> None:
-        url = urlsplit(self.path)
-        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            body = json.loads(raw) if raw else {}
-            self._reply(200, self._route(method, url.path, query, body))
-        except ApiError as exc:
-            self._reply(exc.http, exc.body)
-        except (ValueError, TypeError) as exc:
-            self._reply(400, ApiError(400, "INVALID_ARGUMENT", f"Bad request: {exc}").body)
-
-    def _route(self, method: str, path: str, query: dict[str, str], body: dict) -> dict:
-        cloud = self.cloud
-        if path == FAULTS_PATH and method == "POST":
-            cloud.inject(Fault(**body))
-            return {}
-        if path == FAULTS_PATH and method == "DELETE":
-            cloud.clear_faults()
-            return {}
-        match = _OPERATION.match(path)
-        if match and method == "GET":
-            return cloud.operation(*match.groups())
-        match = _NODES.match(path)
-        if match:
-            project, zone, node_id = match.groups()
-            if node_id is None and method == "POST":
-                return cloud.create(project, zone, query.get("nodeId", ""), body)
-            if node_id is None and method == "GET":
-                size = int(query.get("pageSize") or 0)
-                return cloud.list(project, zone, size, query.get("pageToken", ""))
-            if node_id is not None and method == "GET":
-                return cloud.get(project, zone, node_id)
-            if node_id is not None and method == "DELETE":
-                return cloud.delete(project, zone, node_id)
-            if node_id is not None and method == "PATCH":
-                return cloud.patch(project, zone, node_id, query.get("updateMask", ""), body)
-        raise ApiError(404, "NOT_FOUND", f"{method} {path} is not part of the emulated API.")
-
-    def _reply(self, code: int, payload: dict) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json; charset=UTF-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-
-class TpuEmulator:
-    """The fake server on a background thread: ``with TpuEmulator() as emu: emu.url``."""
+class TpuEmulator(FakeServer):
+    """The fake Cloud TPU API alone: ``with TpuEmulator() as emu: emu.url``."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, cloud: TpuCloud | None = None):
         self.cloud = cloud or TpuCloud()
-        handler = type("Handler", (_Handler,), {"cloud": self.cloud})
-        self._server = ThreadingHTTPServer((host, port), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def start(self) -> TpuEmulator:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
-
-    def serve_forever(self) -> None:
-        """Serve on the calling thread until interrupted."""
-        try:
-            self._server.serve_forever()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            self._server.server_close()
-
-    def __enter__(self) -> TpuEmulator:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Fake Cloud TPU v2 REST server.")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8470)
-    parser.add_argument(
-        "--create-delay", type=float, default=2.0, help="seconds a create operation takes"
-    )
-    parser.add_argument(
-        "--delete-delay", type=float, default=1.0, help="seconds a delete operation takes"
-    )
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    cloud = TpuCloud(create_delay_s=args.create_delay, delete_delay_s=args.delete_delay)
-    emulator = TpuEmulator(args.host, args.port, cloud)
-    logger.info("fake Cloud TPU API listening on %s", emulator.url)
-    emulator.serve_forever()
-
-
-if __name__ == "__main__":
-    main()
+        super().__init__(self.cloud.route, host, port)

@@ -74,6 +74,7 @@ def test_preflight_names_an_unlaunchable_node_type(tmp_path, server):
     path = write_cluster(tmp_path, server.url)
     data = yaml.safe_load(path.read_text())
     data["available_node_types"]["tpu_v4_8"]["node_config"] = {"acceleratorType": "v7x-8"}
+    data["available_node_types"]["tpu_v4_8"]["availability_zone"] = ["us-central1-c"]
     path.write_text(yaml.safe_dump(data))
     (problem,) = preflight(open_cluster_of(load_cluster_config(path)))
     assert problem.startswith("tpu_v4_8:") and "runtimeVersion" in problem

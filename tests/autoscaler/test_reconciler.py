@@ -10,6 +10,7 @@ from autoscaler.report import NodeReport, encode
 from autoscaler.state import PENDING_INTENT, Intent, StateStore
 from providers import cloud_for
 from providers.base import TAG_LAUNCH_REQUEST, TAG_NODE_KIND, TAG_NODE_TYPE
+from providers.gcp.provider import GcpNodeProvider
 from providers.gcp_tpu import GcpTpuNodeProvider
 from providers.gcp_tpu.emulator import Fault, TpuCloud, TpuEmulator
 from tests.fakes.clock import Clock
@@ -48,6 +49,7 @@ def config(provider_config, **overrides):
         },
         "tpu_v5e_8": {
             "node_config": {"acceleratorType": "v5litepod-8"},
+            "availability_zone": ["us-central1-a"],
             "cost_per_hour": 20.0,
             "max_workers": 10,
         },
@@ -75,7 +77,7 @@ def clock() -> Clock:
 def make(provider_config, tmp_path, clock):
     def make_reconciler(**overrides) -> Reconciler:
         cfg = config(provider_config, **overrides)
-        provider = GcpTpuNodeProvider(cfg.spec.provider.model_dump(), CLUSTER)
+        provider = GcpNodeProvider(cfg.provider_settings(), CLUSTER)
         return Reconciler(cfg, provider, StateStore(tmp_path / "state.db"), clock)
 
     return make_reconciler

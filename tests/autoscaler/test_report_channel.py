@@ -3,6 +3,8 @@ and when an agent sends them (at once for what scaling acts on, else rate-limite
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import urllib.error
 import urllib.request
@@ -67,8 +69,14 @@ class _Reports:
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self.busy = False
+        self.idle_since: float | None = clock()
         self.free_gpus = 1.0
+
+    def busy(self) -> None:
+        self.idle_since = None
+
+    def idle(self) -> None:
+        self.idle_since = self.clock()
 
     def __call__(self) -> NodeReport:
         return NodeReport(
@@ -76,7 +84,7 @@ class _Reports:
             {"GPU": 1},
             {"CPU": 8, "GPU": self.free_gpus},
             {"GPU": (self.free_gpus,)},
-            None if self.busy else 0.0,
+            self.idle_since,
             reported_at=self.clock(),
         )
 
@@ -93,7 +101,8 @@ def test_busy_and_idle_go_out_at_once_free_shares_wait(tmp_path):
     agent, host = _agent(tmp_path, sent.append, TO_THE_MONITOR, clock)
     assert agent.step() is not None
     clock.advance(3)
-    host.busy, host.free_gpus = True, 0.5
+    host.busy()
+    host.free_gpus = 0.5
     assert agent.step() is not None  # idle -> busy: at once
     clock.advance(3)
     host.free_gpus = 0.25
@@ -116,12 +125,10 @@ def test_a_failed_publish_backs_off_and_never_stops_the_agent(tmp_path):
 
     agent, _ = _agent(tmp_path, unreachable, TO_THE_MONITOR, clock)
     for _ in range(40):
-        try:
+        with contextlib.suppress(OSError):
             agent.step()
-        except OSError:
-            pass
         clock.advance(1)
-    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
     assert gaps == sorted(gaps) and gaps[0] == 2 and gaps[-1] >= 8
 
 
@@ -131,9 +138,23 @@ def test_the_tag_channel_publishes_far_less_often(tmp_path):
         clock, sent = Clock(), []
         agent, host = _agent(tmp_path / policy.__repr__()[:20], sent.append, policy, clock)
         for second in range(3600):  # an hour of a busy node whose free shares change often
-            host.busy = True
+            host.busy()
             host.free_gpus = (second // 3) % 2 * 0.5
             agent.step()
             clock.advance(1)
         counts[policy] = len(sent)
-    assert counts[INTO_TAGS] * 5 <= counts[TO_THE_MONITOR] <= 3600 / 15 + 2
+    limit = 3600 / TO_THE_MONITOR.min_interval_s + 2
+    assert counts[INTO_TAGS] * 3 <= counts[TO_THE_MONITOR] <= limit
+
+
+def test_becoming_idle_goes_out_once_it_has_settled(tmp_path):
+    clock, sent = Clock(), []
+    agent, host = _agent(tmp_path, sent.append, TO_THE_MONITOR, clock)
+    host.busy()
+    agent.step()
+    clock.advance(5)
+    host.idle()
+    assert agent.step() is None  # just idle: a short gap between tasks, maybe
+    clock.advance(TO_THE_MONITOR.settle_s)
+    assert agent.step().idle_since == host.idle_since
+    assert len(sent) == 2

@@ -149,7 +149,17 @@ def test_attached_gpu_records(types):
     assert t4.accelerator.memory_mib == 16 * GIB
     assert t4.accelerator.family == "nvidia"
     models = {a.accelerator.name for a in types["n1-standard-4"].attachable_gpus}
-    assert models == {"T4", "P4", "V100-16G", "P100"}
+    assert models == {"T4", "P4", "V100-16G", "P100", "K80"}  # K80: retired, older files load
+
+
+def test_custom_machine_types_are_read_from_their_name():
+    from instance_catalog.catalog import load_catalog
+
+    custom = load_catalog().get("custom-6-16384", "gcp")
+    assert (custom.vcpus, custom.memory_mib) == (6, 16384)
+    assert {a.accelerator.name for a in custom.attachable_gpus} >= {"T4", "K80"}  # an N1 shape
+    n2 = load_catalog().get("n2-custom-8-32768-ext", "gcp")
+    assert (n2.vcpus, n2.memory_mib, n2.attachable_gpus) == (8, 32768, ())
 
 
 # TPU slice types ------------------------------------------------------------------------------

@@ -77,12 +77,12 @@ def test_permission_denied_on_listing(provider, cloud):
     assert caught.value.action == "tpu.nodes.list"
 
 
-def test_unknown_slice_size_is_rejected_by_the_api_as_invalid_config(provider, cloud):
-    with pytest.raises(InvalidConfigError) as caught:
+def test_unknown_slice_size_is_rejected_before_any_call_naming_the_field(provider, cloud):
+    with pytest.raises(InvalidConfigError, match="closest: v4-") as caught:
         provider.create_node({"acceleratorType": "v4-12"}, {}, 1, "req-1")
 
-    assert caught.value.code == "INVALID_ARGUMENT"
-    assert cloud.calls["create"] == 1
+    assert caught.value.field == "acceleratorType"
+    assert "create" not in cloud.calls
 
 
 def test_unknown_generation_without_runtime_is_rejected_before_any_call(provider, cloud):

@@ -20,18 +20,18 @@ WORKER_TAGS = {TAG_NODE_TYPE: "tpu_v4", TAG_NODE_KIND: "worker"}
 
 
 def test_single_host_slice_is_created_running_with_ownership_labels(provider):
-    result = provider.create_node({"acceleratorType": "v5litepod-8"}, WORKER_TAGS, 1, "req-1")
+    result = provider.create_node({"acceleratorType": "v4-8"}, WORKER_TAGS, 1, "req-1")
 
     assert not result.partial and len(result.nodes) == 1
     node = result.nodes[0]
     assert node.state == CLOUD_RUNNING
-    assert node.instance_type == "v5litepod-8"
+    assert node.instance_type == "v4-8"
     assert node.zone == ZONE
     assert len(node.hosts) == 1 and node.internal_ip == node.hosts[0].internal_ip
     assert node.internal_ip is not None
     assert node.tags == {**WORKER_TAGS, TAG_CLUSTER: CLUSTER, TAG_LAUNCH_REQUEST: "req-1"}
     assert node.launched_at is not None and abs(node.launched_at - time.time()) < 60
-    assert result.offering.instance_type == "v5litepod-8" and result.offering.zone == ZONE
+    assert result.offering.instance_type == "v4-8" and result.offering.zone == ZONE
     assert provider.node(node.id) == node
     assert provider.is_running(node.id)
 
@@ -164,10 +164,13 @@ def test_listing_reads_every_page(provider, cloud: TpuCloud):
     assert cloud.calls["list"] == 3  # pages of 100, 100 and 30
 
 
-def test_preempted_and_terminated_slices_are_not_listed_but_can_be_read(provider, cloud):
+def test_a_preempted_slice_stays_listed_stopped_until_it_is_deleted(provider, cloud):
     cloud.put_node(PROJECT, ZONE, "gone", "v4-8", {TAG_CLUSTER: CLUSTER}, state="PREEMPTED")
     cloud.put_node(PROJECT, ZONE, "up", "v4-8", {TAG_CLUSTER: CLUSTER}, state="READY")
 
+    assert provider.non_terminated_nodes() == ["gone", "up"]
+    assert provider.node("gone").state == "stopped"
+    assert not provider.is_running("gone")
+
+    assert provider.terminate_nodes(["gone"]) == ["gone"]
     assert provider.non_terminated_nodes() == ["up"]
-    assert provider.node("gone").state == "terminated"
-    assert provider.is_terminated("gone")

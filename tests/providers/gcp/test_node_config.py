@@ -6,28 +6,31 @@ import pytest
 
 from providers.base import ON_DEMAND, SPOT
 from providers.errors import InvalidConfigError
-from providers.gcp_tpu.provider import RUNTIME_VERSIONS
+from providers.gcp_tpu.launch import RUNTIME_VERSIONS
 
 
 def _created(provider, node_config: dict):
     """The ProviderNode and the node as the API stores it."""
     (node,) = provider.create_node(node_config, {}, 1, "req-1").nodes
-    return node, provider.api.get_node(node.id)
+    return node, provider.api.get_node(node.zone, node.id)
 
 
 @pytest.mark.parametrize(
-    ("accelerator_type", "runtime"),
+    ("accelerator_type", "zone", "runtime"),
     [
-        ("v4-8", "tpu-ubuntu2204-base"),
-        ("v5litepod-8", "v2-alpha-tpuv5-lite"),
-        ("v5e-4", "v2-alpha-tpuv5-lite"),
-        ("v5p-8", "v2-alpha-tpuv5"),
-        ("v6e-8", "v2-alpha-tpuv6e"),
+        ("v4-8", "us-central2-b", "tpu-ubuntu2204-base"),
+        ("v5litepod-8", "us-central1-a", "v2-alpha-tpuv5-lite"),
+        ("v5e-4", "us-west4-a", "v2-alpha-tpuv5-lite"),
+        ("v5p-8", "us-east5-a", "v2-alpha-tpuv5"),
+        ("v6e-8", "us-east5-b", "v2-alpha-tpuv6e"),
     ],
 )
-def test_default_runtime_version_per_generation(provider, accelerator_type, runtime):
-    _, stored = _created(provider, {"acceleratorType": accelerator_type})
+def test_default_runtime_version_per_generation(provider, accelerator_type, zone, runtime):
+    node, stored = _created(
+        provider, {"acceleratorType": accelerator_type, "availability_zone": [zone]}
+    )
 
+    assert node.zone == zone
     assert stored.runtime_version == runtime
 
 

@@ -12,7 +12,7 @@ import requests
 
 from providers import get_provider
 from providers.errors import CapacityError
-from providers.gcp_tpu import GcpTpuNodeProvider
+from providers.gcp.provider import GcpNodeProvider
 
 
 def _free_port() -> int:
@@ -28,14 +28,14 @@ def server_url():
         [
             sys.executable,
             "-m",
-            "providers.gcp_tpu.emulator",
+            "providers.gcp.emulator",
             "--host",
             "127.0.0.1",
             "--port",
             str(port),
-            "--create-delay",
+            "--tpu-create-delay",
             "0.1",
-            "--delete-delay",
+            "--tpu-delete-delay",
             "0.1",
         ],
         stdout=subprocess.DEVNULL,
@@ -63,7 +63,7 @@ def test_registry_plugin_runs_a_slice_lifecycle_against_the_server_process(serve
         "operation_poll_s": 0.05,
     }
     provider = get_provider(config, "alpha")
-    assert isinstance(provider, GcpTpuNodeProvider)
+    assert isinstance(provider, GcpNodeProvider)
 
     (node,) = provider.create_node({"acceleratorType": "v4-16"}, {}, 1, "req-1").nodes
     assert len(node.hosts) == 2

@@ -1,15 +1,19 @@
-"""Cloud TPU API errors -> the provider taxonomy, from the status code and structured details.
+"""Google API errors (Cloud TPU and Compute Engine) -> the provider taxonomy.
 
-The status comes from the JSON error body (``error.status``) when the REST transport kept it,
-else from the exception class; details are ``google.rpc`` ``QuotaFailure`` / ``ErrorInfo``.
-Telling a stockout from a quota or rate limit (all ``RESOURCE_EXHAUSTED``) needs the details
-and, where the TPU API sends none, its message: that matching lives here and nowhere else.
+Two shapes arrive. Cloud TPU speaks ``google.rpc``: a status name (``RESOURCE_EXHAUSTED``...)
+and structured details (``QuotaFailure``, ``ErrorInfo``). Compute Engine answers calls with an
+HTTP code and ``errors[].reason`` (``forbidden``, ``alreadyExists``...), and fails operations
+with ``errors[].code`` (``ZONE_RESOURCE_POOL_EXHAUSTED``, ``QUOTA_EXCEEDED`` with a
+``quotaInfo`` detail naming the metric and region). Telling a stockout from a quota or a rate
+limit needs those details and, where an API sends none, its message: that matching lives here
+and nowhere else.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import requests
@@ -28,6 +32,17 @@ from providers.errors import (
     ThrottledError,
 )
 
+API_ERRORS = (gexc.GoogleAPICallError, gexc.RetryError, requests.RequestException)
+"""What a Google client call may raise (the client library's and the transport's)."""
+LOST_ANSWERS = (
+    requests.exceptions.ConnectionError,
+    requests.exceptions.Timeout,
+    gexc.ServiceUnavailable,
+    gexc.InternalServerError,
+    gexc.GatewayTimeout,
+)
+"""Failures after which a create may or may not have happened."""
+
 _HTTP_STATUS = {
     400: "INVALID_ARGUMENT",
     401: "UNAUTHENTICATED",
@@ -42,9 +57,29 @@ _HTTP_STATUS = {
 }
 _INVALID = frozenset({"INVALID_ARGUMENT", "FAILED_PRECONDITION", "OUT_OF_RANGE"})
 _TRANSIENT = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
+CAPACITY_CODES = frozenset(
+    {
+        "ZONE_RESOURCE_POOL_EXHAUSTED",
+        "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS",
+        "RESOURCE_POOL_EXHAUSTED",
+    }
+)
+"""Compute Engine operation error codes meaning: no capacity for this offering here."""
+_QUOTA_CODES = frozenset({"QUOTA_EXCEEDED", "quotaExceeded"})
+_RATE_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded", "RATE_LIMIT_EXCEEDED"})
 _QUOTA_NAME = re.compile(r"Quota (?:limit )?'([^']+)'")
-_PERMISSION = re.compile(r"Permission '([\w.]+)'")
+_QUOTA_REGION = re.compile(r" in region ([a-z0-9-]+)")
+_PERMISSION = re.compile(r"Permission '([\w.]+)'|Required '([\w.]+)' permission")
 _RATE = re.compile(r"per ?minute|/qps/|requests per", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Reason:
+    """One entry of Compute Engine's ``errors[]``: its code or reason, message and quota."""
+
+    code: str
+    message: str
+    quota: dict[str, Any]
 
 
 def status_of(exc: BaseException) -> str:
@@ -52,6 +87,8 @@ def status_of(exc: BaseException) -> str:
     body_status = _error_body(exc).get("status")
     if body_status:
         return str(body_status)
+    if any(reason.code == "alreadyExists" for reason in _reasons(exc)):
+        return "ALREADY_EXISTS"
     grpc_code = getattr(exc, "grpc_status_code", None)
     if grpc_code is not None:
         return grpc_code.name
@@ -67,9 +104,11 @@ def is_not_found(exc: BaseException) -> bool:
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Worth retrying: unavailable, deadline, rate limited, or the connection failed."""
+    """Worth retrying a call: 5xx, deadline, rate limited, or the connection failed."""
     if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
         return True
+    if isinstance(exc, gexc.InternalServerError | gexc.BadGateway):
+        return True  # a 500 or 502 answer to a call
     return isinstance(exc, gexc.GoogleAPICallError) and isinstance(classify(exc), ThrottledError)
 
 
@@ -83,30 +122,43 @@ def classify(
         exc = exc.cause
     if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
         return ThrottledError(
-            f"the Cloud TPU API did not answer: {exc}", offering=offering, code="UNAVAILABLE"
+            f"the Google API did not answer: {exc}", offering=offering, code="UNAVAILABLE"
         )
     if not isinstance(exc, gexc.GoogleAPICallError):
         return ProviderError(str(exc), offering=offering)
+    reasons = list(_reasons(exc))
     status = status_of(exc)
     message = _error_body(exc).get("message") or exc.message or str(exc)
     common: dict[str, Any] = {"offering": offering, "code": status, "raw_message": message}
+    for reason in reasons:
+        common = {**common, "code": reason.code, "raw_message": reason.message or message}
+        if reason.code in CAPACITY_CODES:
+            return CapacityError(f"no capacity: {reason.message}", **common)
+        if reason.code in _QUOTA_CODES:
+            quota = _compute_quota(reason)
+            return QuotaError(
+                f"quota {quota} is exhausted: {reason.message}", quota=quota, **common
+            )
+        if reason.code in _RATE_REASONS:
+            return ThrottledError(f"rate limited: {reason.message}", **common)
+    common = {"offering": offering, "code": status, "raw_message": message}
     if status == "RESOURCE_EXHAUSTED":
         return _resource_exhausted(exc, message, common)
     if status in ("PERMISSION_DENIED", "UNAUTHENTICATED"):
         permission = _error_info(exc).get("metadata", {}).get("permission")
         found = _PERMISSION.search(message)
-        permission = permission or (found.group(1) if found else action)
+        permission = permission or (found and (found.group(1) or found.group(2))) or action
         return AccessDeniedError(
             f"the credentials lack IAM permission {permission or '(unknown)'}: {message}",
             action=permission,
             **common,
         )
     if status in _INVALID:
-        return InvalidConfigError(f"the Cloud TPU API rejected the request: {message}", **common)
+        return InvalidConfigError(f"the API rejected the request: {message}", **common)
     if status == "NOT_FOUND":
         return NodeNotFoundError(message, **common)
     if status in _TRANSIENT:
-        return ThrottledError(f"the Cloud TPU API is unavailable: {message}", **common)
+        return ThrottledError(f"the API is unavailable: {message}", **common)
     return ProviderError(message, **common)
 
 
@@ -116,10 +168,22 @@ def _resource_exhausted(
     """Quota (a named limit), rate limit (requests per minute) or stockout (the rest)."""
     quota = _quota_name(exc, message)
     if _RATE.search(quota or "") or _RATE.search(message):
-        return ThrottledError(f"rate limited by the Cloud TPU API: {message}", **common)
+        return ThrottledError(f"rate limited: {message}", **common)
     if quota is not None:
         return QuotaError(f"quota {quota} is exhausted: {message}", quota=quota, **common)
-    return CapacityError(f"no TPU capacity: {message}", **common)
+    return CapacityError(f"no capacity: {message}", **common)
+
+
+def _compute_quota(reason: _Reason) -> str:
+    """``METRIC in region R`` from a ``quotaInfo`` detail, else from the message."""
+    info = reason.quota
+    metric = info.get("metricName") or info.get("metric_name")
+    found = _QUOTA_NAME.search(reason.message)
+    metric = metric or (found.group(1) if found else "(unknown)")
+    region = (info.get("dimensions") or {}).get("region")
+    found_region = _QUOTA_REGION.search(reason.message)
+    region = region or (found_region.group(1) if found_region else None)
+    return f"{metric} in region {region}" if region else metric
 
 
 def _quota_name(exc: gexc.GoogleAPICallError, message: str) -> str | None:
@@ -137,6 +201,28 @@ def _quota_name(exc: gexc.GoogleAPICallError, message: str) -> str | None:
         return f"{metadata.get('quota_metric', '')} {name}".strip()
     found = _QUOTA_NAME.search(message)
     return found.group(1) if found else None
+
+
+def _reasons(exc: BaseException) -> Iterator[_Reason]:
+    """Compute Engine's ``errors[]``: from an operation's error or an HTTP error body."""
+    for error in getattr(exc, "errors", None) or ():
+        if isinstance(error, dict):
+            code = error.get("code") or error.get("reason")
+            if code:
+                yield _Reason(str(code), str(error.get("message", "")), _quota_info(error))
+        elif isinstance(getattr(error, "code", None), str):
+            as_dict = json_format.MessageToDict(type(error).pb(error))
+            yield _Reason(error.code, error.message, _quota_info(as_dict))
+    for error in _error_body(exc).get("errors") or ():
+        if isinstance(error, dict) and error.get("reason"):
+            yield _Reason(str(error["reason"]), str(error.get("message", "")), {})
+
+
+def _quota_info(error: dict[str, Any]) -> dict[str, Any]:
+    for detail in error.get("errorDetails") or ():
+        if isinstance(detail, dict) and "quotaInfo" in detail:
+            return detail["quotaInfo"]
+    return {}
 
 
 def _error_body(exc: BaseException) -> dict[str, Any]:
@@ -159,7 +245,7 @@ def _details(exc: gexc.GoogleAPICallError) -> Iterator[dict[str, Any]]:
         for any_detail in getattr(error, "details", ()):
             try:
                 yield json_format.MessageToDict(any_detail)
-            except (TypeError, json_format.Error):
+            except (TypeError, json_format.Error, AttributeError):
                 continue
 
 

@@ -1,0 +1,55 @@
+"""The embedded local GCP: one process serving the fake Compute Engine API
+(``/compute/v1/...``, :mod:`providers.gcp_compute.emulator`) and the fake Cloud TPU API
+(``/v2/...``, :mod:`providers.gcp_tpu.emulator`) on one port, so one ``endpoint_url`` serves
+both plugins of a cluster.
+
+Run it standalone: ``python -m providers.gcp.emulator --host 127.0.0.1 --port 8470``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from providers.gcp.fake_api import FakeServer
+from providers.gcp_compute.emulator import ComputeCloud
+from providers.gcp_tpu.emulator import TpuCloud
+
+logger = logging.getLogger(__name__)
+
+
+class GcpEmulator(FakeServer):
+    """Both fake APIs on one server: ``with GcpEmulator() as emu: emu.url``."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        compute: ComputeCloud | None = None,
+        tpu: TpuCloud | None = None,
+    ) -> None:
+        self.compute = compute or ComputeCloud()
+        self.tpu = tpu or TpuCloud()
+        super().__init__(self.route, host, port)
+
+    def route(self, method: str, path: str, query: dict[str, str], body: dict) -> dict:
+        api = self.compute if path.startswith("/compute/") else self.tpu
+        return api.route(method, path, query, body)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fake Compute Engine and Cloud TPU REST APIs.")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8470)
+    parser.add_argument("--tpu-create-delay", type=float, default=2.0, help="seconds")
+    parser.add_argument("--tpu-delete-delay", type=float, default=1.0, help="seconds")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    tpu = TpuCloud(create_delay_s=args.tpu_create_delay, delete_delay_s=args.tpu_delete_delay)
+    emulator = GcpEmulator(args.host, args.port, tpu=tpu)
+    logger.info("fake Compute Engine and Cloud TPU APIs listening on %s", emulator.url)
+    emulator.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

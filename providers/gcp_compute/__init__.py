@@ -1,0 +1,2 @@
+"""GCP Compute Engine node provider: a node is one VM (``machineType``, GPUs built in or
+attached with ``guestAccelerators``)."""
