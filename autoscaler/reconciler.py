@@ -492,7 +492,7 @@ class Reconciler:
         tags = {TAG_NODE_TYPE: node_type, TAG_NODE_KIND: kind, TAG_LAUNCH_REQUEST: request_id}
         try:
             outcome = self.provider.create_node(
-                self.node_config(node_type), tags, count, request_id
+                self.node_config(node_type, kind), tags, count, request_id
             )
         except ProviderError as error:
             self.store.settle_intent(request_id, FAILED_INTENT, detail=str(error))
@@ -519,18 +519,26 @@ class Reconciler:
             self._failed(node_type, error)
         return outcome.nodes, (outcome.errors[-1] if outcome.errors else None)
 
-    def node_config(self, node_type: str) -> dict[str, Any]:
-        """The node type's node_config as launched: its market and the agent's boot script."""
+    def node_config(self, node_type: str, kind: str = NODE_KIND_WORKER) -> dict[str, Any]:
+        """The node type's node_config as launched: its market and the boot script (the
+        agent; with ``ray_start``, joining Ray, or on the head starting Ray and the monitor)."""
         spec = self.config.spec.available_node_types[node_type]
         provider = self.config.spec.provider
+        package = provider.agent_package or (
+            f"accel-autoscaler{'[ray]' if spec.ray_start else ''}=={package_version()}"
+        )
+        head = kind == NODE_KIND_HEAD
         script = agent_script(
             self.config.spec.cluster_name,
             provider.model_dump(),
             self.provider.cloud.node_identity_script,
-            provider.agent_package or f"accel-autoscaler=={package_version()}",
+            package,
             spec.bootstrap_before or (),
             spec.bootstrap_after or (),
             spec.ray_start,
+            node_type,
+            self.ray.address if self.ray else self.config.spec.ray_address,
+            head_config=self.config.to_yaml() if head else None,
         )
         return self.provider.cloud.with_boot_script(self.config.launch_config(node_type), script)
 
@@ -629,7 +637,9 @@ class Reconciler:
             except RayUnavailableError as err:
                 self._event("drain-failed", f"kept {node_id}: {err}", view.node_type, node_id)
                 continue
-            refused = [message or "no reason given" for accepted, message in answers if not accepted]
+            refused = [
+                message or "no reason given" for accepted, message in answers if not accepted
+            ]
             if refused:
                 self._event(
                     "drain-rejected",
@@ -666,13 +676,17 @@ class Reconciler:
             if v.joins_ray and not v.joined and v.state != TERMINATING
         ]
         failed = [
-            FailedLaunch(e.node_type or "", instance_type.get(e.node_type or "", ""), 1, e.message, e.at)
+            FailedLaunch(
+                e.node_type or "", instance_type.get(e.node_type or "", ""), 1, e.message, e.at
+            )
             for e in self.store.events(200)
             if e.kind == "failed" and now - e.at <= RECENT_FAILURES_S
         ]
         infeasible = [Infeasible(i.resources, i.count, i.reason) for i in result.plan.infeasible]
         try:
-            self.ray.report(ScalingReport(tuple(launching), tuple(booting), tuple(failed), tuple(infeasible)))
+            self.ray.report(
+                ScalingReport(tuple(launching), tuple(booting), tuple(failed), tuple(infeasible))
+            )
         except RayUnavailableError as err:
             self._event("ray-unavailable", f"could not report to Ray: {err}")
 

@@ -91,6 +91,10 @@ class ClusterConfig:
         """Dotted paths of the Ray keys present that we keep but do not act on."""
         return tuple(self.spec.ignored_keys())
 
+    def to_yaml(self) -> str:
+        """The cluster YAML as given (keys set), e.g. for the head node's own monitor."""
+        return yaml.safe_dump(self.spec.model_dump(mode="json", exclude_unset=True))
+
 
 def load_cluster_config(path: str | Path) -> ClusterConfig:
     """Read, validate and fill ``path``; raises :class:`ConfigError` listing every problem."""

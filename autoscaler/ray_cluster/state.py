@@ -87,7 +87,10 @@ def from_resource_state(state: Any) -> RayState:
             Demand(placement_groups=tuple(_gang(g) for g in state.pending_gang_resource_requests)),
         ),
         constraints=combine(
-            *(Demand(bundles=_by_count(c.resource_requests)) for c in state.cluster_resource_constraints)
+            *(
+                Demand(bundles=_by_count(c.resource_requests))
+                for c in state.cluster_resource_constraints
+            )
         ),
         version=state.cluster_resource_state_version,
     )
