@@ -151,7 +151,7 @@ class NodeSimulator:
             node_id,
             host,
             node_type,
-            ["--block", "--node-ip-address=127.0.0.1"],
+            ["--block"],
         )
         argv[0] = str(Path(sys.executable).with_name("ray"))
         quiet = {"RAY_enable_worker_prestart": "0", "RAY_USAGE_STATS_ENABLED": "0"}
