@@ -61,7 +61,7 @@ class RayCluster:
 
     def read(self) -> RayState:
         """Pending demand and every live node, now."""
-        state = self._call("read the cluster state", self._get_state, self._gcs())
+        state = self._call("read the cluster state", self._get_state, _Timed(self._gcs(), self))
         self._seen_version = state.cluster_resource_state_version
         return from_resource_state(state)
 
@@ -81,6 +81,7 @@ class RayCluster:
             "report autoscaling state",
             self._gcs().report_autoscaling_state,
             state.SerializeToString(),
+            timeout_s=self.timeout_s,
         )
 
     def _gcs(self) -> Any:
@@ -102,3 +103,15 @@ class RayCluster:
             self._client = None
             first = (str(err).strip().splitlines() or [type(err).__name__])[0]
             raise RayUnavailableError(f"Ray at {self.address}: could not {what}: {first}") from None
+
+
+class _Timed:
+    """The GCS client as the SDK's ``get_cluster_resource_state`` uses it, with our timeout
+    (the SDK's call would otherwise wait without end on a GCS that does not answer)."""
+
+    def __init__(self, client: Any, cluster: RayCluster) -> None:
+        self._client = client
+        self._timeout_s = cluster.timeout_s
+
+    def get_cluster_resource_state(self) -> bytes:
+        return self._client.get_cluster_resource_state(timeout_s=self._timeout_s)
