@@ -663,6 +663,9 @@ class Reconciler:
         launching = [
             PendingLaunch(i.node_type, instance_type.get(i.node_type, ""), i.count, i.created_at)
             for i in observation.waiting_intents
+        ] + [
+            PendingLaunch(name, instance_type.get(name, ""), count, now)
+            for name, count in result.launched.items()
         ]
         booting = [
             PendingNode(
