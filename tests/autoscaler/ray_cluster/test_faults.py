@@ -10,11 +10,11 @@ import pytest
 from autoscaler.cluster import open_cluster
 from autoscaler.config import load_cluster_config
 from autoscaler.monitor import run_rounds
+from autoscaler.ray_cluster.client import RayCluster, RayUnavailableError
 from providers.gcp_tpu.emulator import TpuEmulator
 from tests.fakes.clusters import write_cluster
 
 pytest.importorskip("ray")
-from autoscaler.ray_cluster.client import RayCluster, RayUnavailableError
 
 
 @pytest.fixture
