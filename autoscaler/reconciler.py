@@ -389,6 +389,7 @@ class Reconciler:
             infeasible=held.infeasible + main.infeasible,
             cost_per_hour=held.cost_per_hour + main.cost_per_hour,
             lower_bound_per_hour=held.lower_bound_per_hour + main.lower_bound_per_hour,
+            node_lower_bound=held.node_lower_bound + main.node_lower_bound,
             deferred=held.deferred + main.deferred,
             notes=held.notes + main.notes,
         )
