@@ -418,11 +418,14 @@ class Reconciler:
                 for unit in range(intent.count):
                     existing.extend(_full(spec, f"intent:{intent.request_id}:{unit}"))
         demand = parse_demand(self.store.demand())
+        node_types = [self._available(t) for t in self.types.values()]
         if observation.ray is not None:
             demand = combine(demand, observation.ray.demand)
-            existing.extend(_outside(observation, self.types, totals))
+            outside_types, outside = _outside(observation, self.types, totals)
+            node_types += outside_types
+            existing += outside
         return PlanRequest(
-            node_types=tuple(self._available(t) for t in self.types.values()),
+            node_types=tuple(node_types),
             demand=demand,
             existing=tuple(existing),
             limits=self.config.limits(),
@@ -753,17 +756,25 @@ def _ray_capacity(
 
 def _outside(
     observation: Observation, types: Mapping[str, NodeType], totals: bool
-) -> list[ExistingNode]:
-    """Ray nodes that are not ours (the head of a cluster we attached to, its own workers):
-    capacity the planner uses first; never counted against max_workers. A node of one of
-    our types that the cloud no longer lists is ours and gone, not capacity."""
+) -> tuple[list[NodeType], list[ExistingNode]]:
+    """Ray nodes that are not ours (the head of a cluster we attached to, workers started by
+    hand): capacity the planner uses first, as types of their own that are never launched
+    nor counted against max_workers. A node of one of our types that the cloud no longer
+    lists is ours and gone, not capacity."""
     ours = {v.id for v in observation.views}
-    return [
-        _ray_capacity(n, n.node_type or "ray", f"ray:{n.node_id}", 0, False, totals)
-        for n in observation.ray.nodes
-        if parse_instance_key(n.instance_id)[0] not in ours
-        and not (n.instance_id and n.node_type in types)
-    ]
+    shapes: dict[tuple, NodeType] = {}
+    existing = []
+    for node in observation.ray.nodes:
+        if parse_instance_key(node.instance_id)[0] in ours or (
+            node.instance_id and node.node_type in types
+        ):
+            continue
+        name = f"ray:{node.node_type or 'node'}-{len(shapes)}"
+        shape = shapes.setdefault(
+            tuple(sorted(node.total.items())), NodeType(name, dict(node.total), 0.0, max_workers=0)
+        )
+        existing.append(_ray_capacity(node, shape.name, f"ray:{node.node_id}", 0, False, totals))
+    return list(shapes.values()), existing
 
 
 def _describe(serves: Any) -> str:
