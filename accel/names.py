@@ -347,6 +347,24 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
 )
 
 
+RAY_NAMES: dict[str, str] = {
+    "MetaX-C500": "MXC500",
+    "MetaX-C550": "MXC550",
+    "Mobilint-ARIES": "MOBILINT_ARIES",
+    "Mobilint-REGULUS": "MOBILINT_REGULUS",
+    **{f"Apple-{chip}": chip for chip in ("M1", "M2", "M3", "M4", "M5")},
+    **{
+        f"Apple-{chip}-{tier}": f"{chip}-{tier}"
+        for chip in ("M1", "M2", "M3", "M4", "M5")
+        for tier in ("Pro", "Max", "Ultra")
+    },
+}
+"""Ray's ``ray.util.accelerators`` name of a type where it differs from ours: a device of
+the type advertises it too, so a Ray task naming Ray's constant lands on it."""
+RAY_FAMILY_TOKENS: dict[str, str] = {"apple": "Apple-Silicon"}
+"""Ray's name for every device of a family (advertised by each of its generic types)."""
+
+
 class UnknownAcceleratorTypeError(ValueError):
     """A user typed an accelerator name we do not know; carries the closest matches."""
 
@@ -371,7 +389,7 @@ def _by_name() -> dict[str, AcceleratorType]:
 def _by_key() -> dict[str, AcceleratorType]:
     index: dict[str, AcceleratorType] = {}
     for entry in ACCELERATOR_TYPES:
-        for spelling in (entry.name, *entry.aliases):
+        for spelling in (entry.name, *entry.aliases, *_ray_name(entry.name)):
             index.setdefault(_key(spelling), entry)
     return index
 
@@ -417,13 +435,22 @@ def closest(text: str, limit: int = 3) -> list[str]:
 
 
 def tokens_for(name: str | None) -> tuple[str, ...]:
-    """Every token a device of type ``name`` advertises: its generic parent, then itself."""
+    """Every token a device of type ``name`` advertises: its generic parent's, Ray's name
+    for it (where Ray's differs), then itself (the most specific, last)."""
     if name is None:
         return ()
     entry = get(name)
-    if entry is None or entry.generic is None:
+    if entry is None:
         return (name,)
-    return (*tokens_for(entry.generic), name)
+    if entry.generic:
+        parent = tokens_for(entry.generic)
+    else:
+        parent = tuple(t for t in [RAY_FAMILY_TOKENS.get(entry.family)] if t)
+    return (*parent, *_ray_name(name), name)
+
+
+def _ray_name(name: str) -> tuple[str, ...]:
+    return (RAY_NAMES[name],) if name in RAY_NAMES else ()
 
 
 def common_tokens(types: Iterable[str | None]) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autoscaler.config import ClusterConfig
+from autoscaler.ray_cluster.client import RayCluster
 from autoscaler.reconciler import Reconciler
 from autoscaler.state import StateStore
 from providers.base import NodeProvider
@@ -30,13 +31,15 @@ class Cluster:
     provider: NodeProvider
     store: StateStore
     clock: Callable[[], float] = time.time
+    ray: RayCluster | None = None
+    """The Ray cluster whose work drives this one (``monitor --ray-address``)."""
 
     @property
     def name(self) -> str:
         return self.config.spec.cluster_name
 
     def reconciler(self) -> Reconciler:
-        return Reconciler(self.config, self.provider, self.store, self.clock)
+        return Reconciler(self.config, self.provider, self.store, self.clock, ray=self.ray)
 
     def close(self) -> None:
         self.store.close()

@@ -10,10 +10,13 @@ from dataclasses import dataclass
 
 from autoscaler.lifecycle import TERMINATING
 from autoscaler.metrics import Metrics
+from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconciler import Reconciler, TickResult
 from providers.errors import ProviderError
 
 POLL_S = 5.0
+ROUND_ERRORS = (ProviderError, RayUnavailableError)
+"""What fails one round (the cloud, or Ray, could not be asked) without ending the loop."""
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,13 @@ def all_reported(result: TickResult) -> bool:
 def run_rounds(
     reconciler: Reconciler,
     interval_s: float,
-    on_round: Callable[[TickResult | None, ProviderError | None], None],
+    on_round: Callable[[TickResult | None, Exception | None], None],
     rounds: int | None = None,
     metrics: Metrics | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> None:
-    """Reconcile every ``interval_s`` (``rounds`` times, or forever). A round the cloud fails
-    is reported to ``on_round`` with its error and the loop goes on."""
+    """Reconcile every ``interval_s`` (``rounds`` times, or forever). A round the cloud or
+    Ray fails is reported to ``on_round`` with its error and the loop goes on."""
     done = 0
     while rounds is None or done < rounds:
         if done:
@@ -86,7 +89,7 @@ def run_rounds(
         started = reconciler.clock()
         try:
             result = reconciler.tick()
-        except ProviderError as err:
+        except ROUND_ERRORS as err:
             on_round(None, err)
         else:
             if metrics is not None:

@@ -3,15 +3,20 @@
 * **Observe** (read-only): the cloud's tags are the truth. Owned nodes are listed, launch
   intents recorded before a create call are matched with the instances carrying their
   request id, each node's lifecycle state is worked out, and the agents' reports are read.
-  Read commands (``status``, ``plan``, every ``--json``) stop here.
+  With a Ray cluster attached, Ray's pending work, nodes and idle times are read too (a node
+  whose type runs ``ray start`` is pending capacity until it joins Ray). Read commands
+  (``status``, ``plan``, every ``--json``) stop here.
 * **Sync**: what observing found is written down: intents settled, node states recorded,
   vanished nodes forgotten, adoptions and under-reporting logged.
-* **Plan**: the pure planner gets the recorded demand, every node (reported ones with their
-  true free capacity, the rest as pending capacity), and the offerings known to be out.
+* **Plan**: the pure planner gets the recorded demand and Ray's, every node (reported or
+  joined ones with their true free capacity, the rest as pending capacity), and the
+  offerings known to be out; Ray's ``request_resources`` constraints are planned first
+  against node totals.
 * **Act**: launches go out in batches under a per-tick budget through one launch path (the
   head's too), each recorded as an intent first; capacity failures mark the offering and the
-  round re-plans around it; idle, timed-out and orphaned nodes are terminated. Every
-  decision lands in the event log.
+  round re-plans around it; idle, timed-out and orphaned nodes are terminated (idle Ray
+  nodes drained through Ray first). Every decision lands in the event log, and what we do is
+  reported back to Ray.
 """
 
 from __future__ import annotations
@@ -22,13 +27,13 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.agent import package_version
 from autoscaler.bootstrap import agent_script
 from autoscaler.config import ClusterConfig
-from autoscaler.demand import parse_demand
+from autoscaler.demand import combine, parse_demand
 from autoscaler.lifecycle import (
     ALLOCATED,
     REQUESTED,
@@ -38,8 +43,18 @@ from autoscaler.lifecycle import (
     timeout_s,
 )
 from autoscaler.offerings import UnavailableOfferings
-from autoscaler.planner import ExistingNode, NodeType, Plan, PlanRequest, plan
+from autoscaler.planner import Demand, ExistingNode, NodeType, Plan, PlanRequest
+from autoscaler.planner.aliases import plan_canonical
 from autoscaler.planner.items import is_accelerator_type
+from autoscaler.ray_cluster.client import RayUnavailableError
+from autoscaler.ray_cluster.report import (
+    FailedLaunch,
+    Infeasible,
+    PendingLaunch,
+    PendingNode,
+    ScalingReport,
+)
+from autoscaler.ray_cluster.state import DRAINING, RayNode, RayState, parse_instance_key
 from autoscaler.report import NodeReport, decode
 from autoscaler.state import (
     FAILED_INTENT,
@@ -62,6 +77,9 @@ from providers.base import (
 )
 from providers.errors import CapacityError, ProviderError
 
+if TYPE_CHECKING:
+    from autoscaler.ray_cluster.client import RayCluster
+
 logger = logging.getLogger(__name__)
 
 LAUNCH_BATCH = 50
@@ -71,6 +89,8 @@ LAUNCHES_PER_TICK = 500
 REPLAN_ROUNDS = 3
 """Re-plans within one round after capacity failures."""
 BOOTING = frozenset({ALLOCATED, WAITING_FOR_REPORT})
+RECENT_FAILURES_S = 600.0
+"""Launch failures reported to Ray for this long."""
 
 
 @dataclass
@@ -83,6 +103,12 @@ class NodeView:
     state: str
     since: float
     reports: dict[int, NodeReport] = field(default_factory=dict)
+    joins_ray: bool = False
+    """Its type runs ``ray start`` and a Ray cluster is attached: it must join to count."""
+    ray_nodes: dict[int, RayNode] = field(default_factory=dict)
+    """Its hosts' Ray nodes, by host."""
+    ray_idle_since: float | None = None
+    """When Ray last saw work on any of its hosts; None while Ray sees work."""
 
     @property
     def id(self) -> str:
@@ -97,11 +123,22 @@ class NodeView:
         return len(self.reports) >= self.hosts
 
     @property
+    def joined(self) -> bool:
+        """Every host has joined Ray."""
+        return len(self.ray_nodes) >= self.hosts
+
+    @property
     def idle_since(self) -> float | None:
-        """When every host became idle; None while any host is busy or unreported."""
+        """When every host became idle (no lease, and for Ray nodes, Ray sees no work);
+        None while any host is busy, unreported or not yet in Ray."""
         if not self.reported or any(r.idle_since is None for r in self.reports.values()):
             return None
-        return max(r.idle_since for r in self.reports.values())
+        leased = max(r.idle_since for r in self.reports.values())
+        if not self.joins_ray:
+            return leased
+        if not self.joined or self.ray_idle_since is None:
+            return None
+        return max(leased, self.ray_idle_since)
 
 
 @dataclass(frozen=True)
@@ -118,6 +155,8 @@ class Observation:
     would write down about it. Building one writes nothing."""
 
     views: list[NodeView]
+    ray: RayState | None = None
+    """Ray's view this round (None without a Ray cluster)."""
     waiting_intents: tuple[Intent, ...] = ()
     """Pending launches whose instances the cloud does not list yet (pending capacity)."""
     found_intents: tuple[tuple[Intent, tuple[str, ...]], ...] = ()
@@ -151,8 +190,10 @@ class Reconciler:
         store: StateStore,
         clock: Callable[[], float] = time.time,
         launches_per_tick: int = LAUNCHES_PER_TICK,
+        ray: RayCluster | None = None,
     ) -> None:
         self.config = config
+        self.ray = ray
         self.provider = provider
         self.store = store
         self.clock = clock
@@ -162,6 +203,8 @@ class Reconciler:
 
     # One round ----------------------------------------------------------------------------
     def tick(self) -> TickResult:
+        """One round. Raises :class:`RayUnavailableError` (after logging it) before acting
+        when Ray cannot be read: nothing is launched from stale demand, nothing retired."""
         started = time.perf_counter()
         observation = self.sync()
         result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=observation.views)
@@ -175,6 +218,7 @@ class Reconciler:
             observation = self.sync()
             result.plan = self.current_plan(observation)
             result.nodes = observation.views
+        self._report_to_ray(observation, result)
         result.seconds = time.perf_counter() - started
         return result
 
@@ -182,6 +226,7 @@ class Reconciler:
     def observe(self) -> Observation:
         """Owned nodes with their lifecycle state and reports, intents matched; no writes."""
         now = self.clock()
+        ray_state = self._read_ray()
         nodes = self.provider.nodes()
         intents = self.store.intents()
         by_request: dict[str, list[str]] = defaultdict(list)
@@ -202,8 +247,9 @@ class Reconciler:
         known = self.store.node_states()
         recorded = {intent.request_id for intent in intents}
         views, changes, adopted, newly_running = [], [], [], []
+        in_ray = _ray_nodes_by_instance(ray_state)
         for node in nodes:
-            view = self._view(node, now)
+            view = self._view(node, now, in_ray)
             previous = known.get(node.id)
             if previous is not None and (
                 previous[1] == view.state or {previous[1], view.state} <= BOOTING
@@ -221,6 +267,7 @@ class Reconciler:
         listed = {node.id for node in nodes}
         return Observation(
             views=views,
+            ray=ray_state,
             waiting_intents=tuple(waiting),
             found_intents=tuple(found),
             expired_intents=tuple(expired),
@@ -230,19 +277,34 @@ class Reconciler:
             forgotten=tuple(sorted(set(known) - listed)),
         )
 
-    def _view(self, node: ProviderNode, now: float) -> NodeView:
-        reports = {
-            host: report
-            for host in range(max(1, len(node.hosts)))
-            if (report := decode(node.tags, host)) is not None
-        }
+    def _read_ray(self) -> RayState | None:
+        if self.ray is None:
+            return None
+        try:
+            return self.ray.read()
+        except RayUnavailableError as err:
+            logger.warning("round failed: %s", err)
+            raise
+
+    def _view(
+        self, node: ProviderNode, now: float, in_ray: Mapping[tuple[str, int], RayNode]
+    ) -> NodeView:
+        hosts = range(max(1, len(node.hosts)))
+        reports = {host: report for host in hosts if (report := decode(node.tags, host))}
+        node_type = node.tags.get(TAG_NODE_TYPE, "")
+        spec = self.config.spec.available_node_types.get(node_type)
+        ray_nodes = {host: in_ray[node.id, host] for host in hosts if (node.id, host) in in_ray}
+        idle = [n.idle_s for n in ray_nodes.values() if n.idle]
         view = NodeView(
             node,
-            node.tags.get(TAG_NODE_TYPE, ""),
+            node_type,
             node.tags.get(TAG_NODE_KIND, NODE_KIND_WORKER),
             ALLOCATED,
             now,
             reports,
+            joins_ray=self.ray is not None and spec is not None and spec.ray_start,
+            ray_nodes=ray_nodes,
+            ray_idle_since=now - min(idle) if idle and len(idle) == len(ray_nodes) else None,
         )
         view.state = _state_of(view)
         return view
@@ -250,7 +312,11 @@ class Reconciler:
     # Sync (writes what observing found) -------------------------------------------------
     def sync(self) -> Observation:
         """Observe, then record it: intents settled, node states, events."""
-        observation = self.observe()
+        try:
+            observation = self.observe()
+        except RayUnavailableError as err:
+            self._event("ray-unavailable", f"round skipped, nothing launched or retired: {err}")
+            raise
         for intent, ids in observation.found_intents:
             self.store.settle_intent(intent.request_id, LAUNCHED_INTENT, ids)
             self._event(
@@ -280,29 +346,63 @@ class Reconciler:
         spec = self.types.get(view.node_type)
         if spec is None:
             return
-        for host, report in view.reports.items():
+        seen = [(f"host {h} reports", r.resources, h) for h, r in view.reports.items()]
+        seen += [(f"host {h} joined Ray with", n.total, h) for h, n in view.ray_nodes.items()]
+        for source, resources, host in seen:
             promised = spec.host_resources(host)
             for name in spec.devices:
-                have = report.resources.get(name, 0.0)
+                have = resources.get(name, 0.0)
                 if round(have * SHARE_UNITS) < round(promised.get(name, 0.0) * SHARE_UNITS):
                     self._event(
                         "under-reported",
-                        f"{view.id} host {host} reports {name} {have:g} but {view.node_type} "
+                        f"{view.id} {source} {name} {have:g} but {view.node_type} "
                         f"promised {promised[name]:g}; planning with what it reports",
                         view.node_type,
                         view.id,
                     )
 
     # Plan ---------------------------------------------------------------------------------
-    def current_plan(self, observation: Observation | None = None) -> Plan:
-        """The plan for the cluster as ``observation`` shows it (observed now if None)."""
-        return plan(self.request(observation or self.observe()))
+    def current_plan(
+        self, observation: Observation | None = None, leave_out: frozenset[str] = frozenset()
+    ) -> Plan:
+        """The plan for the cluster as ``observation`` shows it (observed now if None),
+        without the nodes in ``leave_out``. Ray's ``request_resources`` constraints are
+        planned first against node totals (used or not), as Ray's own autoscaler does; the
+        units they launch are then pending capacity for the pending demand."""
+        observation = observation or self.observe()
+        request = self.request(observation, leave_out)
+        constraints = observation.ray.constraints if observation.ray else Demand()
+        if not constraints.bundles and not constraints.placement_groups:
+            return plan_canonical(request)
+        totals = self.request(observation, leave_out, totals=True)
+        held = plan_canonical(replace(totals, demand=constraints))
+        extra = [
+            node
+            for launch in held.launches
+            for unit in range(launch.count)
+            for node in _full(self.types[launch.node_type], f"held:{launch.node_type}:{unit}")
+        ]
+        main = plan_canonical(replace(request, existing=(*request.existing, *extra)))
+        return replace(
+            main,
+            launches=held.launches + main.launches,
+            infeasible=held.infeasible + main.infeasible,
+            cost_per_hour=held.cost_per_hour + main.cost_per_hour,
+            lower_bound_per_hour=held.lower_bound_per_hour + main.lower_bound_per_hour,
+            node_lower_bound=held.node_lower_bound + main.node_lower_bound,
+            deferred=held.deferred + main.deferred,
+            notes=held.notes + main.notes,
+        )
 
     def request(
-        self, observation: Observation, leave_out: frozenset[str] = frozenset()
+        self,
+        observation: Observation,
+        leave_out: frozenset[str] = frozenset(),
+        totals: bool = False,
     ) -> PlanRequest:
-        """The planner's input: demand, capacity (reported, booting, being launched), the
-        node types with what the unavailable offerings allow."""
+        """The planner's input: recorded and Ray's demand, capacity (reported or joined,
+        booting, being launched; with ``totals``, each node's whole capacity), the node types
+        with what the unavailable offerings allow."""
         existing: list[ExistingNode] = []
         for view in observation.views:
             if (
@@ -311,24 +411,36 @@ class Reconciler:
                 or view.node_type not in self.types
             ):
                 continue
-            existing.extend(self._capacity(view))
+            existing.extend(self._capacity(view, totals))
         for intent in observation.waiting_intents:
             spec = self.types.get(intent.node_type)
             if spec is not None:
                 for unit in range(intent.count):
                     existing.extend(_full(spec, f"intent:{intent.request_id}:{unit}"))
+        demand = parse_demand(self.store.demand())
+        node_types = [self._available(t) for t in self.types.values()]
+        if observation.ray is not None:
+            demand = combine(demand, observation.ray.demand)
+            outside_types, outside = _outside(observation, self.types, totals)
+            node_types += outside_types
+            existing += outside
         return PlanRequest(
-            node_types=tuple(self._available(t) for t in self.types.values()),
-            demand=parse_demand(self.store.demand()),
+            node_types=tuple(node_types),
+            demand=demand,
             existing=tuple(existing),
             limits=self.config.limits(),
         )
 
-    def _capacity(self, view: NodeView) -> list[ExistingNode]:
+    def _capacity(self, view: NodeView, totals: bool = False) -> list[ExistingNode]:
         spec = self.types[view.node_type]
         worker = view.kind != NODE_KIND_HEAD
-        if not view.reported:
-            return _full(spec, view.id, worker)
+        if totals or not view.reported or (view.joins_ray and not view.joined):
+            return _full(spec, view.id, worker, pending=not totals)
+        if view.joins_ray:
+            return [
+                _ray_capacity(ray_node, view.node_type, view.id, host, worker)
+                for host, ray_node in sorted(view.ray_nodes.items())
+            ]
         return [
             ExistingNode(
                 view.node_type,
@@ -384,7 +496,7 @@ class Reconciler:
         tags = {TAG_NODE_TYPE: node_type, TAG_NODE_KIND: kind, TAG_LAUNCH_REQUEST: request_id}
         try:
             outcome = self.provider.create_node(
-                self.node_config(node_type), tags, count, request_id
+                self.node_config(node_type, kind), tags, count, request_id
             )
         except ProviderError as error:
             self.store.settle_intent(request_id, FAILED_INTENT, detail=str(error))
@@ -411,18 +523,26 @@ class Reconciler:
             self._failed(node_type, error)
         return outcome.nodes, (outcome.errors[-1] if outcome.errors else None)
 
-    def node_config(self, node_type: str) -> dict[str, Any]:
-        """The node type's node_config as launched: its market and the agent's boot script."""
+    def node_config(self, node_type: str, kind: str = NODE_KIND_WORKER) -> dict[str, Any]:
+        """The node type's node_config as launched: its market and the boot script (the
+        agent; with ``ray_start``, joining Ray, or on the head starting Ray and the monitor)."""
         spec = self.config.spec.available_node_types[node_type]
         provider = self.config.spec.provider
+        package = provider.agent_package or (
+            f"accel-autoscaler{'[ray]' if spec.ray_start else ''}=={package_version()}"
+        )
+        head = kind == NODE_KIND_HEAD
         script = agent_script(
             self.config.spec.cluster_name,
             provider.model_dump(),
             self.provider.cloud.node_identity_script,
-            provider.agent_package or f"accel-autoscaler=={package_version()}",
+            package,
             spec.bootstrap_before or (),
             spec.bootstrap_after or (),
             spec.ray_start,
+            node_type,
+            self.ray.address if self.ray else self.config.spec.ray_address,
+            head_config=self.config.to_yaml() if head else None,
         )
         return self.provider.cloud.with_boot_script(self.config.launch_config(node_type), script)
 
@@ -457,7 +577,7 @@ class Reconciler:
             accelerated = is_accelerator_type(self.types[view.node_type])
             if view.state != RUNNING and now - view.since > timeout_s(view.state, accelerated):
                 reasons[view.id] = f"stuck in {view.state} for {now - view.since:.0f}s; replacing"
-        reasons.update(self._idle(observation, now, reasons))
+        reasons.update(self._drained(observation, self._idle(observation, now, reasons)))
         if not reasons:
             return
         acted = self.provider.terminate_nodes(sorted(reasons))
@@ -497,14 +617,85 @@ class Reconciler:
             alive[view.node_type] -= 1
             chosen[view.id] = f"idle for {(now - view.idle_since) / 60:.1f} min"
         if chosen:  # keep idle nodes that pending demand would otherwise relaunch
-            without = plan(self.request(observation, frozenset(chosen))).launch_counts()
-            with_all = plan(self.request(observation)).launch_counts()
+            without = self.current_plan(observation, frozenset(chosen)).launch_counts()
+            with_all = self.current_plan(observation).launch_counts()
             types_of = {v.id: v.node_type for v in views}
             for node_type, extra in without.items():
                 keep = extra - with_all.get(node_type, 0)
                 for node_id in [i for i in chosen if types_of[i] == node_type][:keep]:
                     del chosen[node_id]
         return chosen
+
+    def _drained(self, observation: Observation, idle: dict[str, str]) -> dict[str, str]:
+        """The idle nodes Ray agreed to drain (all of them without Ray): a rejection keeps
+        the node, and so does a Ray that cannot be asked."""
+        views = {v.id: v for v in observation.views}
+        drained = {}
+        for node_id, reason in idle.items():
+            view = views[node_id]
+            try:
+                answers = [
+                    self.ray.drain(ray_node.node_id, f"accel-autoscaler: {reason}")
+                    for ray_node in view.ray_nodes.values()
+                ]
+            except RayUnavailableError as err:
+                self._event("drain-failed", f"kept {node_id}: {err}", view.node_type, node_id)
+                continue
+            refused = [
+                message or "no reason given" for accepted, message in answers if not accepted
+            ]
+            if refused:
+                self._event(
+                    "drain-rejected",
+                    f"kept {node_id}: Ray refused to drain it ({'; '.join(refused)})",
+                    view.node_type,
+                    node_id,
+                )
+                continue
+            drained[node_id] = reason + (" (drained by Ray)" if answers else "")
+        return drained
+
+    # Report to Ray ------------------------------------------------------------------------
+    def _report_to_ray(self, observation: Observation, result: TickResult) -> None:
+        """Our launches, boots, failures and infeasible demand, for ``ray status``."""
+        if self.ray is None:
+            return
+        now = self.clock()
+        instance_type = {
+            name: t.offering.instance_type if t.offering else "" for name, t in self.types.items()
+        }
+        launching = [
+            PendingLaunch(i.node_type, instance_type.get(i.node_type, ""), i.count, i.created_at)
+            for i in observation.waiting_intents
+        ] + [
+            PendingLaunch(name, instance_type.get(name, ""), count, now)
+            for name, count in result.launched.items()
+        ]
+        booting = [
+            PendingNode(
+                v.id,
+                v.node_type,
+                v.node.instance_type,
+                v.node.internal_ip or "",
+                f"{v.state}: launched, not yet in Ray",
+            )
+            for v in result.nodes
+            if v.joins_ray and not v.joined and v.state != TERMINATING
+        ]
+        failed = [
+            FailedLaunch(
+                e.node_type or "", instance_type.get(e.node_type or "", ""), 1, e.message, e.at
+            )
+            for e in self.store.events(200)
+            if e.kind == "failed" and now - e.at <= RECENT_FAILURES_S
+        ]
+        infeasible = [Infeasible(i.resources, i.count, i.reason) for i in result.plan.infeasible]
+        try:
+            self.ray.report(
+                ScalingReport(tuple(launching), tuple(booting), tuple(failed), tuple(infeasible))
+            )
+        except RayUnavailableError as err:
+            self._event("ray-unavailable", f"could not report to Ray: {err}")
 
     # Events -------------------------------------------------------------------------------
     def _event(
@@ -523,23 +714,67 @@ def _state_of(view: NodeView) -> str:
     if view.node.state == CLOUD_PENDING:
         return ALLOCATED
     if view.node.state == CLOUD_RUNNING:
-        return RUNNING if view.reported else WAITING_FOR_REPORT
+        joined = view.joined or not view.joins_ray
+        return RUNNING if view.reported and joined else WAITING_FOR_REPORT
     return TERMINATING
 
 
-def _full(spec: NodeType, node_id: str, worker: bool = True) -> list[ExistingNode]:
-    """A unit not reporting yet: all its capacity, pending."""
+def _full(
+    spec: NodeType, node_id: str, worker: bool = True, pending: bool = True
+) -> list[ExistingNode]:
+    """A unit's whole capacity (pending: not reporting or not in Ray yet)."""
     return [
         ExistingNode(
             spec.name,
             spec.host_resources(host),
-            pending=True,
+            pending=pending,
             host=host,
             node_id=node_id,
             worker=worker,
         )
         for host in range(spec.hosts)
     ]
+
+
+def _ray_nodes_by_instance(state: RayState | None) -> dict[tuple[str, int], RayNode]:
+    """Ray nodes that name their cloud instance, by (cloud node id, host)."""
+    if state is None:
+        return {}
+    return {parse_instance_key(n.instance_id): n for n in state.nodes if n.instance_id}
+
+
+def _ray_capacity(
+    ray_node: RayNode, node_type: str, node_id: str, host: int, worker: bool, totals: bool = False
+) -> ExistingNode:
+    """What Ray says is free on a node (nothing while it drains)."""
+    if totals:
+        free = dict(ray_node.total)
+    else:
+        free = {} if ray_node.status == DRAINING else dict(ray_node.available)
+    return ExistingNode(node_type, free, host=host, node_id=node_id, worker=worker)
+
+
+def _outside(
+    observation: Observation, types: Mapping[str, NodeType], totals: bool
+) -> tuple[list[NodeType], list[ExistingNode]]:
+    """Ray nodes that are not ours (the head of a cluster we attached to, workers started by
+    hand): capacity the planner uses first, as types of their own that are never launched
+    nor counted against max_workers. A node of one of our types that the cloud no longer
+    lists is ours and gone, not capacity."""
+    ours = {v.id for v in observation.views}
+    shapes: dict[tuple, NodeType] = {}
+    existing = []
+    for node in observation.ray.nodes:
+        if parse_instance_key(node.instance_id)[0] in ours or (
+            node.instance_id and node.node_type in types
+        ):
+            continue
+        name = f"ray:{node.node_type or 'node'}-{len(shapes)}"
+        shape = shapes.setdefault(
+            tuple(sorted(node.total.items())), NodeType(name, dict(node.total), 0.0, max_workers=0)
+        )
+        existing.append(_ray_capacity(node, shape.name, f"ray:{node.node_id}", 0, False, totals))
+    return list(shapes.values()), existing
 
 
 def _describe(serves: Any) -> str:

@@ -5,7 +5,9 @@ lays out a simulated host per VM from the catalog entry of its instance type (a 
 gets eight A100-40G GPUs behind a simulated NVML, a trn1.32xlarge Neuron devices behind a
 ``neuron-ls``, each host of a v4-16 slice four TPU chips) and runs the ordinary node agent
 against it, reporting through the same provider tags a real node uses. The autoscaler cannot
-tell it from a real node except by speed.
+tell it from a real node except by speed. A node whose type has ``ray_start: true`` also runs a
+real Ray worker (``ray start --address=...`` on 127.0.0.1) advertising the simulated host's
+resources, so it joins the cluster's Ray cluster (``ray_address``, else ``$RAY_ADDRESS``).
 
 Run as ``python -m autoscaler.simulator CLUSTER.yaml``; ``up`` starts it for emulated clusters
 and ``down`` stops it.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import signal
 import sys
@@ -22,10 +25,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from accel.node import detect_node
 from accel.probe import HostProbe
 from accel.simulated import SimulatedHost, build
 from autoscaler.agent import NodeAgent, tag_publisher
 from autoscaler.config import ClusterConfig, load_cluster_config
+from autoscaler.ray_cluster.join import ray_start
+from autoscaler.ray_cluster.processes import RayProcesses
 from instance_catalog.model import Accelerator, InstanceType
 from providers import background, get_provider
 from providers.base import CLOUD_RUNNING, TAG_NODE_TYPE, NodeProvider
@@ -84,8 +90,11 @@ class NodeSimulator:
         provider: NodeProvider,
         boot_delay_s: float = BOOT_DELAY_S,
         clock: Callable[[], float] = time.time,
+        ray_address: str | None = None,
     ) -> None:
         self.config = config
+        self.ray_address = ray_address
+        self.ray = RayProcesses()
         self.provider = provider
         self.boot_delay_s = boot_delay_s
         self.clock = clock
@@ -104,7 +113,9 @@ class NodeSimulator:
                 self._agents[node_id] = self._boot(node_id, node.tags.get(TAG_NODE_TYPE, ""))
             for agent in self._agents[node_id]:
                 agent.step()
-        for node_id in set(self._agents) - set(running):
+        gone = set(self._agents) - set(running)
+        self.ray.stop(*gone)
+        for node_id in gone:
             del self._agents[node_id]
             self._first_seen.pop(node_id, None)
             shutil.rmtree(host_dir(self.cluster, node_id).parent, ignore_errors=True)
@@ -130,8 +141,26 @@ class NodeSimulator:
                     tag_publisher(self.provider, node_id, host), probe, base / "state", self.clock
                 )
             )
+            if self.config.spec.available_node_types[node_type].ray_start and self.ray_address:
+                self._join_ray(node_id, node_type, host, probe, base)
         logger.info("booted simulated %s (%s, %d host(s))", node_id, node_type, len(agents))
         return agents
+
+    def _join_ray(
+        self, node_id: str, node_type: str, host: int, probe: HostProbe, base: Path
+    ) -> None:
+        """A real Ray worker for this simulated host, on 127.0.0.1."""
+        argv, env = ray_start(
+            detect_node(probe),
+            self.ray_address,
+            node_id,
+            host,
+            node_type,
+            ["--block"],
+        )
+        argv[0] = str(Path(sys.executable).with_name("ray"))
+        quiet = {"RAY_enable_worker_prestart": "0", "RAY_USAGE_STATS_ENABLED": "0"}
+        self.ray.start(node_id, argv, {**os.environ, **quiet, **env}, base / "ray.log")
 
 
 def _write_env(path: Path, env: dict[str, str]) -> None:
@@ -169,15 +198,19 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     config = load_cluster_config(args.config)
     provider = get_provider(config.provider_settings(), config.spec.cluster_name)
-    simulator = NodeSimulator(config, provider, args.boot_delay)
+    address = config.spec.ray_address or os.environ.get("RAY_ADDRESS")
+    simulator = NodeSimulator(config, provider, args.boot_delay, ray_address=address)
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    while not stopping:
-        try:
-            simulator.step()
-        except Exception:  # the cloud may be going away during `down`
-            logger.warning("simulator round failed", exc_info=True)
-        time.sleep(args.interval)
+    try:
+        while not stopping:
+            try:
+                simulator.step()
+            except Exception:  # the cloud may be going away during `down`
+                logger.warning("simulator round failed", exc_info=True)
+            time.sleep(args.interval)
+    finally:
+        simulator.ray.stop_all()
 
 
 if __name__ == "__main__":

@@ -58,6 +58,11 @@ CASES = [
     ("ray-compatible.yaml", [{"resources": {"CPU": 1}, "count": 6}], {"ray.worker.default": 2}),
     # Ray's min_workers: 1 is launched with no demand at all.
     ("ray-compatible.yaml", [], {"ray.worker.default": 1}),
+    (
+        "quickstart-ray.yaml",
+        [{"resources": {"CPU": 1, **gpu("A100")}, "count": 4}, {"CPU": 1, "neuron_cores": 1}],
+        {"a100": 1, "trainium": 1},
+    ),
 ]
 FIRST_CASES = {name: (bundles, expected) for name, bundles, expected in reversed(CASES)}
 

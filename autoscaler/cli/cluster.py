@@ -185,7 +185,19 @@ def request(cluster_yaml: str, demand_source: str | None, bundles: str | None) -
     type=click.IntRange(0, 65535),
     help="Serve Prometheus metrics on 127.0.0.1:PORT.",
 )
-def monitor(cluster_yaml: str, once: bool, interval: float, metrics_port: int | None) -> None:
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    help="Scale for this Ray cluster (its head's host:port; default $RAY_ADDRESS, then the "
+    "YAML's ray_address): its pending work is the demand, its nodes the capacity.",
+)
+def monitor(
+    cluster_yaml: str,
+    once: bool,
+    interval: float,
+    metrics_port: int | None,
+    ray_address: str | None,
+) -> None:
     """Run the reconcile loop: one summary line per round; Ctrl-C stops."""
     from autoscaler.metrics import Metrics
     from autoscaler.monitor import run_rounds, summarize
@@ -193,12 +205,13 @@ def monitor(cluster_yaml: str, once: bool, interval: float, metrics_port: int | 
     def report(result, error) -> None:
         if error is not None:
             if once:
-                raise error
+                raise click.ClickException(f"round failed: {error}")
             click.echo(f"{_clock(time.time())} round failed: {error}", err=True)
         else:
             click.echo(f"{_clock(time.time())} {summarize(result).line()}")
 
     with _cluster(cluster_yaml) as cluster:
+        cluster.ray = _ray_cluster(ray_address or cluster.config.spec.ray_address)
         metrics = Metrics(cluster.config) if metrics_port is not None else None
         server = None
         if metrics is not None:
@@ -218,6 +231,22 @@ def monitor(cluster_yaml: str, once: bool, interval: float, metrics_port: int | 
         finally:
             if server is not None:
                 server.shutdown()
+
+
+def _ray_cluster(address: str | None):
+    """The Ray cluster at ``address`` (None without one); bad input and a missing or too
+    old Ray end as one line."""
+    if not address:
+        return None
+    from autoscaler.ray_cluster.address import check_address
+    from autoscaler.ray_cluster.client import RayCluster, RaySetupError
+
+    try:
+        return RayCluster(check_address(address))
+    except ValueError as err:
+        raise InputError(f"--ray-address: {err}") from None
+    except RaySetupError as err:
+        raise click.ClickException(f"--ray-address: {err}") from None
 
 
 # status -------------------------------------------------------------------------------------

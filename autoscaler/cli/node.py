@@ -301,17 +301,25 @@ def agent(
     probe = HostProbe.from_host()
     reporter = NodeAgent(tag_publisher(provider, node_id, host), probe, default_state_dir())
     if ray_start:
-        _start_ray(_inventory())
+        _start_ray(_inventory(), node_id, host)
     if once:
         reporter.step()
         return
     reporter.run(interval)
 
 
-def _start_ray(inventory: NodeInventory) -> None:
-    """``ray start`` joining ``RAY_ADDRESS`` (or as a head) with the detected resources."""
-    address = os.environ.get("RAY_ADDRESS")
-    argv = ["ray", "start", *(["--address", address] if address else ["--head"])]
-    done = subprocess.run([*argv, *ray_start_args(inventory)], check=False)
+def _start_ray(inventory: NodeInventory, node_id: str, host: int) -> None:
+    """``ray start`` joining ``RAY_ADDRESS`` (or as a head) with the detected resources, as
+    node type ``RAY_NODE_TYPE_NAME`` (both set by the boot script)."""
+    from autoscaler.ray_cluster.join import ray_start
+
+    argv, env = ray_start(
+        inventory,
+        os.environ.get("RAY_ADDRESS"),
+        node_id,
+        host,
+        os.environ.get("RAY_NODE_TYPE_NAME", ""),
+    )
+    done = subprocess.run(argv, env={**os.environ, **env}, check=False)
     if done.returncode != 0:
         raise click.ClickException(f"ray start failed with exit code {done.returncode}")

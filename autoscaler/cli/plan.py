@@ -34,11 +34,11 @@ def plan(
     cluster_yaml: str, demand_source: str | None, bundles: str | None, as_json: bool, explain: bool
 ) -> None:
     """Plan the cheapest launches for DEMAND on CLUSTER_YAML's node types."""
-    from autoscaler import planner
+    from autoscaler.planner.aliases import plan_canonical
     from autoscaler.planner.model import PlanRequest
 
     config, demand = _load(cluster_yaml, demand_source, bundles)
-    result = planner.plan(
+    result = plan_canonical(
         PlanRequest(
             node_types=config.node_types(),
             demand=demand,

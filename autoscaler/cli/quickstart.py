@@ -39,12 +39,25 @@ STEP_TIMEOUT_S = 90.0
 @click.option(
     "--config",
     "config_path",
-    default=DEFAULT_CONFIG,
-    show_default=True,
+    help=f"Cluster YAML [default: {DEFAULT_CONFIG}, with --ray example-clusters/"
+    "quickstart-ray.yaml].",
     type=click.Path(exists=True, dir_okay=False),
 )
-def quickstart(config_path: str) -> None:
+@click.option(
+    "--ray",
+    "with_ray",
+    is_flag=True,
+    help="Start a local Ray head; a real Ray job's pending tasks drive the cluster.",
+)
+def quickstart(config_path: str | None, with_ray: bool) -> None:
     """Run the autoscaler end to end on the embedded local cloud (no account needed)."""
+    if with_ray:
+        from autoscaler.cli.quickstart_ray import DEFAULT_CONFIG as RAY_CONFIG
+        from autoscaler.cli.quickstart_ray import quickstart_ray
+
+        quickstart_ray(config_path or RAY_CONFIG)
+        return
+    config_path = config_path or DEFAULT_CONFIG
     from autoscaler.bring_up import up
     from autoscaler.cli.plan import print_plan
     from autoscaler.cluster import open_cluster
@@ -58,42 +71,42 @@ def quickstart(config_path: str) -> None:
     started = time.monotonic()
     cluster = open_cluster(config)
     try:
-        _say(1, f"autoscale up {config_path}")
+        say(1, f"autoscale up {config_path}")
         result = up(cluster, Path(config_path))
         head = result.head.id if result.head else "none"
         url = cluster.provider.provider_config["endpoint_url"]
         click.echo(f"   head node {head}; local cloud at {url}")
 
-        _say(2, "request demand: 16 x A100 GPU, 8 x 0.25 L4 GPU, 200 x CPU, 1 x 32 NeuronCores")
+        say(2, "request demand: 16 x A100 GPU, 8 x 0.25 L4 GPU, 200 x CPU, 1 x 32 NeuronCores")
         cluster.store.set_demand(DEMAND, cluster.clock())
 
         reconciler = cluster.reconciler()
         print_plan(reconciler.current_plan(), reconciler.types)
 
-        _say(3, "monitor until every node reports its accelerators")
-        _settle(reconciler, lambda r: bool(r.nodes) and all_reported(r) and not r.plan.launches)
-        _print_nodes(reconciler)
+        say(3, "monitor until every node reports its accelerators")
+        settle(reconciler, lambda r: bool(r.nodes) and all_reported(r) and not r.plan.launches)
+        print_nodes(reconciler)
 
-        _say(4, "autoscale node run on an A100 node")
+        say(4, "autoscale node run on an A100 node")
         _run_workload(cluster, reconciler)
 
-        _say(5, "clear the demand; idle nodes retire after their idle timeout")
+        say(5, "clear the demand; idle nodes retire after their idle timeout")
         cluster.store.set_demand({"bundles": [], "placement_groups": []}, cluster.clock())
-        _settle(reconciler, lambda r: _only_min_workers_left(reconciler, r))
-        _print_nodes(reconciler)
+        settle(reconciler, lambda r: only_min_workers_left(reconciler, r))
+        print_nodes(reconciler)
     finally:
-        _say(6, "autoscale down")
+        say(6, "autoscale down")
         gone = teardown(cluster)
         cluster.close()
         click.echo(f"   terminated {len(gone)} node(s); local cloud and simulator stopped")
     click.echo(f"\nQuickstart finished in {time.monotonic() - started:.0f}s.")
 
 
-def _say(step: int, text: str) -> None:
-    click.secho(f"\n[{step}/6] {text}", bold=True)
+def say(step: int, text: str, steps: int = 6) -> None:
+    click.secho(f"\n[{step}/{steps}] {text}", bold=True)
 
 
-def _settle(reconciler, done) -> None:
+def settle(reconciler, done) -> None:
     """Tick until ``done(result)``, printing a round's summary whenever the fleet changes."""
     from autoscaler.monitor import summarize, tick_until
 
@@ -110,7 +123,7 @@ def _settle(reconciler, done) -> None:
         raise click.ClickException("the cluster did not settle in time; see `autoscale status`")
 
 
-def _only_min_workers_left(reconciler, result) -> bool:
+def only_min_workers_left(reconciler, result) -> bool:
     """Every worker type is down to its min_workers."""
     alive: dict[str, int] = {}
     for view in result.nodes:
@@ -119,7 +132,7 @@ def _only_min_workers_left(reconciler, result) -> bool:
     return all(n <= reconciler.types[t].min_workers for t, n in alive.items())
 
 
-def _print_nodes(reconciler) -> None:
+def print_nodes(reconciler) -> None:
     views = reconciler.observe().views
     rows = []
     for view in sorted(views, key=lambda v: (v.node_type, v.id)):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import ValidationError
 
 from autoscaler.config.errors import ConfigError, ConfigProblem, from_validation_error
@@ -103,6 +104,10 @@ class ClusterConfig:
     def ignored_keys(self) -> tuple[str, ...]:
         """Dotted paths of the Ray keys present that we keep but do not act on."""
         return tuple(self.spec.ignored_keys())
+
+    def to_yaml(self) -> str:
+        """The cluster YAML as given (keys set), e.g. for the head node's own monitor."""
+        return yaml.safe_dump(self.spec.model_dump(mode="json", exclude_unset=True))
 
 
 def load_cluster_config(path: str | Path) -> ClusterConfig:

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from accel.user_input import brief, did_you_mean
+from autoscaler.ray_cluster.address import check_address
 from providers import CLOUDS
 
 Commands = list[str]
@@ -144,6 +145,10 @@ class ClusterSpec(_Section):
     available_node_types: dict[str, NodeTypeConfig] = Field(min_length=1)
     head_node_type: str | None = None
     """Optional: without one, the autoscaler runs outside the cluster and launches no head."""
+    ray_address: str | None = None
+    """Ours: the Ray cluster's GCS address (``host:port``) whose pending work drives this
+    cluster and which ``ray_start`` workers join (``monitor --ray-address`` and
+    ``$RAY_ADDRESS`` win over it)."""
     auth: dict[str, Any] | None = None
     docker: dict[str, Any] | None = None
     file_mounts: dict[str, str] | None = None
@@ -166,6 +171,11 @@ class ClusterSpec(_Section):
     worker_default_node_type: Any = None
     head_node: Any = None
     worker_nodes: Any = None
+
+    @field_validator("ray_address")
+    @classmethod
+    def _host_and_port(cls, address: str | None) -> str | None:
+        return None if address is None else check_address(address)
 
     @model_validator(mode="after")
     def _head_is_a_node_type(self) -> ClusterSpec:

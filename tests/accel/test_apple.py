@@ -13,7 +13,8 @@ def test_detects_one_m2_max_gpu_with_generic_token(fake_host):
     found = apple.detect(fake_host.probe())
     assert found is not None and found.count == 1
     assert found.resource == "GPU"
-    assert found.tokens == ("Apple-M2", "Apple-M2-Max")
+    # Ray's names (ray.util.accelerators: Apple-Silicon, M2, M2-Max) are advertised too.
+    assert found.tokens == ("Apple-Silicon", "M2", "Apple-M2", "M2-Max", "Apple-M2-Max")
     assert found.accelerator_type == "Apple-M2-Max"
     device = found.devices[0]
     assert (device.id, device.model) == ("0", "Apple M2 Max")
@@ -23,7 +24,7 @@ def test_detects_one_m2_max_gpu_with_generic_token(fake_host):
 
 def test_plain_chip(fake_host):
     install_apple(fake_host, chip="Apple M1")
-    assert apple.detect(fake_host.probe()).tokens == ("Apple-M1",)
+    assert apple.detect(fake_host.probe()).tokens == ("Apple-Silicon", "M1", "Apple-M1")
 
 
 def test_intel_mac_has_no_apple_gpu(fake_host):

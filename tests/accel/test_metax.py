@@ -14,7 +14,7 @@ def test_detects_every_c500_with_mx_smi_names_and_memory(fake_host):
     found = metax.detect(fake_host.probe())
     assert found is not None and found.count == 8
     assert found.resource == "GPU"
-    assert found.tokens == ("MetaX-C500",)
+    assert found.tokens == ("MXC500", "MetaX-C500")  # Ray's METAX_C500, then ours
     assert [d.id for d in found.devices] == [str(i) for i in range(8)]
     first = found.devices[0]
     assert first.model == "MetaX C500"

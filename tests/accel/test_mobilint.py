@@ -13,7 +13,7 @@ def test_detects_aries_cards_from_device_nodes(fake_host):
     found = FAMILY.detect(fake_host.probe())
     assert found is not None and found.count == 4
     assert found.resource == "MBLT"
-    assert found.tokens == ("Mobilint-ARIES",)  # Ray's MOBILINT_ARIES
+    assert found.tokens == ("MOBILINT_ARIES", "Mobilint-ARIES")  # Ray's name, then ours
     assert [d.id for d in found.devices] == ["0", "1", "2", "3"]
     assert found.devices[0].model == "Mobilint ARIES"
     assert found.devices[3].details["device_node"] == "/dev/aries3"
@@ -23,7 +23,7 @@ def test_regulus_auxiliary_nodes_are_not_npus(fake_host):
     install_mobilint(fake_host, count=1, family="regulus")
     found = FAMILY.detect(fake_host.probe())
     assert found.count == 1
-    assert found.tokens == ("Mobilint-REGULUS",)
+    assert found.tokens == ("MOBILINT_REGULUS", "Mobilint-REGULUS")
     assert found.devices[0].details["device_node"] == "/dev/regulus-npu0"
 
 

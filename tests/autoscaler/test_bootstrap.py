@@ -40,3 +40,51 @@ def test_user_boot_scripts_are_kept():
     assert aws.with_boot_script({}, "ours")["UserData"] == "ours"
     gcp = cloud_for("gcp").with_boot_script({"metadata": {"team": "x"}}, "ours")
     assert gcp["metadata"] == {"team": "x", "startup-script": "ours"}
+
+
+def _syntax_ok(script: str) -> None:
+    import subprocess
+
+    done = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_ray_worker_joins_the_ray_head_as_its_node_type():
+    identity = cloud_for("aws").node_identity_script
+    script = agent_script(
+        "demo",
+        AWS,
+        identity,
+        "accel-autoscaler[ray]==0.1.0",
+        ray_start=True,
+        node_type="a100",
+        ray_address="10.0.0.5:6379",
+    )
+    _syntax_ok(script)
+    lines = script.splitlines()
+    agent = next(i for i, line in enumerate(lines) if line.startswith("nohup autoscale node"))
+    assert lines.index("export RAY_ADDRESS=10.0.0.5:6379") < agent
+    assert lines.index("export RAY_NODE_TYPE_NAME=a100") < agent
+    assert "--ray-start" in lines[agent] and "autoscale monitor" not in script
+
+
+def test_a_ray_head_starts_ray_and_the_monitor_with_its_cluster_yaml():
+    identity = cloud_for("aws").node_identity_script
+    cluster_yaml = "cluster_name: demo\nmax_workers: 3\n"
+    script = agent_script(
+        "demo",
+        AWS,
+        identity,
+        "accel-autoscaler[ray]",
+        ray_start=True,
+        node_type="head",
+        ray_address="ignored:1",
+        head_config=cluster_yaml,
+    )
+    _syntax_ok(script)
+    assert "RAY_ADDRESS" not in script  # the head's agent starts the Ray head itself
+    body = script.split("<<'ACCEL_AUTOSCALER_CLUSTER_YAML'\n", 1)[1]
+    assert body.split("\nACCEL_AUTOSCALER_CLUSTER_YAML\n", 1)[0] == cluster_yaml.rstrip()
+    (monitor,) = [line for line in script.splitlines() if line.startswith("nohup autoscale mon")]
+    assert '--ray-address "$HEAD_IP:6379"' in monitor
+    assert "/etc/accel-autoscaler/cluster.yaml" in monitor

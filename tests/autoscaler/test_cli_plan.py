@@ -107,3 +107,11 @@ def test_explain_adds_notes_warnings_and_ignored_keys():
     assert result.exit_code == 0, result.output
     for text in ("setup_commands", "Infeasible", "gap", "accelerator_conservation: spare"):
         assert text in result.output
+
+
+def test_explain_notes_an_alias_planned_as_its_canonical_name():
+    bundles = '[{"GPU": 8, "accelerator_type:a100-80gb": 0.001}]'
+    result = CliRunner().invoke(cli, ["plan", AWS, "--bundles", bundles, "--explain"])
+    assert result.exit_code == 0, result.output
+    assert "accelerator_type:A100-80G: 0.001" in result.output
+    assert "accelerator_type:a100-80gb is an alias of accelerator_type:A100-80G" in result.output

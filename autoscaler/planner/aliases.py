@@ -1,0 +1,76 @@
+"""Accelerator aliases in demand: a token that is another spelling of a canonical type
+(``accelerator_type:Gaudi2``, ``accelerator_type:a100-80gb``) is planned as that type, and
+the plan's notes say so. Tokens a node type advertises are left as they are."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from accel.names import UnknownAcceleratorTypeError, lookup
+from autoscaler.planner.items import TOKEN_PREFIX
+from autoscaler.planner.model import (
+    BundleDemand,
+    Demand,
+    NodeType,
+    PlacementGroupDemand,
+    Plan,
+    PlanRequest,
+    Resources,
+)
+from autoscaler.planner.planner import plan
+
+
+def plan_canonical(request: PlanRequest) -> Plan:
+    """:func:`plan` with alias tokens in the demand planned as their canonical names."""
+    demand, notes = canonical_demand(request.demand, request.node_types)
+    result = plan(replace(request, demand=demand))
+    return replace(result, notes=result.notes + notes) if notes else result
+
+
+def canonical_demand(
+    demand: Demand, node_types: Iterable[NodeType]
+) -> tuple[Demand, tuple[str, ...]]:
+    """``demand`` with alias tokens renamed, and one note per renamed token."""
+    advertised = {
+        name
+        for t in node_types
+        for name in (*t.resources, *t.head_resources)
+        if name.startswith(TOKEN_PREFIX)
+    }
+    shapes = [b.resources for b in demand.bundles]
+    shapes += [b for g in demand.placement_groups for b in g.bundles]
+    renames: dict[str, str] = {}
+    for name in {n for shape in shapes for n in shape if n.startswith(TOKEN_PREFIX)}:
+        if name in advertised:
+            continue
+        try:
+            canonical = TOKEN_PREFIX + lookup(name).name
+        except UnknownAcceleratorTypeError:
+            continue
+        if canonical != name:
+            renames[name] = canonical
+    if not renames:
+        return demand, ()
+
+    def rename(resources: Resources) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for name, quantity in resources.items():
+            key = renames.get(name, name)
+            out[key] = max(out.get(key, 0.0), quantity)
+        return out
+
+    renamed = Demand(
+        tuple(BundleDemand(rename(b.resources), b.count) for b in demand.bundles),
+        tuple(
+            PlacementGroupDemand(g.strategy, tuple(rename(b) for b in g.bundles), g.count)
+            for g in demand.placement_groups
+        ),
+    )
+    notes = tuple(
+        f"{old} is an alias of {new}: planned as {new}" for old, new in sorted(renames.items())
+    )
+    return renamed, notes
+
+
+__all__ = ["canonical_demand", "plan_canonical"]

@@ -1,0 +1,86 @@
+"""Local ``ray start --block`` processes (a head, one worker per simulated host), each on its
+own free ports and ended with every process it started (raylet, agents, workers): nothing
+is left behind."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from pathlib import Path
+
+import psutil
+
+STOP_TIMEOUT_S = 8.0
+PORT_FLAGS = (
+    "--node-manager-port",
+    "--object-manager-port",
+    "--metrics-export-port",
+    "--dashboard-agent-listen-port",
+    "--dashboard-agent-grpc-port",
+    "--runtime-env-agent-port",
+)
+"""Ports a Ray node binds that would collide between nodes on one machine."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class RayProcesses:
+    """The Ray processes of simulated nodes, by node id."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, list[subprocess.Popen]] = {}
+        self._temp: list[Path] = []
+
+    def start(self, node_id: str, argv: Sequence[str], env: Mapping[str, str], log: Path) -> None:
+        """Run ``argv`` (a ``ray start --block``) as one more Ray node on this machine: on
+        127.0.0.1, with its own ports and temporary folder (two raylets starting at once in
+        one folder would pick the same socket)."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix="accel-ray-"))  # short: socket paths are capped
+        self._temp.append(temp)
+        local = [
+            "--node-ip-address=127.0.0.1",
+            f"--temp-dir={temp}",
+            *(f"{flag}={free_port()}" for flag in PORT_FLAGS),
+        ]
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                [*argv, *local],
+                env=dict(env),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self._running.setdefault(node_id, []).append(process)
+
+    def stop(self, *node_ids: str) -> None:
+        """End the given nodes' processes and everything they started, all at once."""
+        tree: list[psutil.Process] = []
+        for node_id in node_ids:
+            for process in self._running.pop(node_id, []):
+                try:
+                    parent = psutil.Process(process.pid)
+                    tree += [parent, *parent.children(recursive=True)]
+                except psutil.NoSuchProcess:
+                    pass
+        for process in tree:
+            with suppress(psutil.NoSuchProcess):
+                process.terminate()
+        _, alive = psutil.wait_procs(tree, timeout=STOP_TIMEOUT_S)
+        for process in alive:
+            with suppress(psutil.NoSuchProcess):
+                process.kill()
+
+    def stop_all(self) -> None:
+        self.stop(*self._running)
+        for temp in self._temp:
+            shutil.rmtree(temp, ignore_errors=True)
