@@ -123,9 +123,19 @@ def plan(request: PlanRequest) -> Plan:
         sum(launch.count for launch in launches if launch.reason == "demand"),
     )
     notes.extend(bounds.notes)
-    lower = min(cost, min_cost + bounds.cost)
+    cost_bound, unit_bound = bounds.cost, bounds.units
+    if all(missing <= 0 for missing in unplaced.values()) and realised.dual_bounds:
+        # Exact pricing ran: its Lagrangian relaxations bound plans placing the whole demand.
+        kinds_used, duals = realised.dual_bounds
+        cap = demand_cost * (1 + NODE_TOLERANCE) + 1e-9
+        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
+        units = [d.unit_bound(kinds_used, cap) for d in duals]
+        cost_bound = max([cost_bound] + [c for c in costs if c is not None])
+        best_units = max([0.0] + [u for u in units if u is not None])
+        unit_bound = max(unit_bound, math.ceil(best_units - 1e-6))
+    lower = min(cost, min_cost + cost_bound)
     node_count = sum(launch.count for launch in launches)
-    node_bound = min(node_count, sum(min_launches.values()) + bounds.units)
+    node_bound = min(node_count, sum(min_launches.values()) + unit_bound)
     unknown = sorted(
         {launch.node_type for launch in launches if types[launch.node_type].price is None}
     )
@@ -273,10 +283,13 @@ class _Realisation:
         self.global_room = global_room
         self.notes = notes
         self.groups: list[_Group] = []
+        self.dual_bounds: tuple[list[Kind], list] | None = None
 
     def run(self, demand: Mapping[int, int]) -> None:
         result = generate(list(self.items.values()), demand, self.kinds, self.global_room)
         self.notes.extend(result.notes)
+        if result.dual_bounds:
+            self.dual_bounds = (result.kinds, result.dual_bounds)
         self._add(result.kinds, result.chosen)
         self._trim(demand)
         self._dissolve_anchorless()
