@@ -52,14 +52,13 @@ TIE_BREAK = 1e-3
 bigger units (it changes any plan's cost by at most this fraction)."""
 
 
-EXACT_UNITS = 400
+EXACT_UNITS = 150
 """Exact pricing (:mod:`~autoscaler.planner.knapsack`) when the cheapest fractional plan has
 at most this many new units: there rounding and missed patterns weigh most, and the
 Lagrangian bounds it yields are what make small plans' bounds tight."""
 EXACT_ROUNDS = 6
 """Rounds of exact pricing per phase at most (deterministic)."""
 DIVE_STEPS = 80
-DIVE = False
 """Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
 times; then a MIP over every pattern seen, started from the dive's plan."""
@@ -103,44 +102,27 @@ class Pattern:
 
 @dataclass(frozen=True)
 class DualBound:
-    """One Lagrangian relaxation of "place every copy of the demand": item values ``duals``
-    summed over the demand (``value``) and, per kind, a bound on what one unit of it can hold
-    at those values (``unit_values``, exact knapsacks). With ``surcharge`` > 0 the values are
-    those of the fewer-nodes phase (each new unit costs ``surcharge`` more)."""
+    """One Lagrangian relaxation of "place every copy of the demand": item values (their sum
+    over the demand is ``value``) and, per kind, a bound on what one unit of it can hold at
+    those values (``unit_values``, exact knapsacks)."""
 
     value: float
     unit_values: tuple[tuple[int, float], ...]
-    surcharge: float = 0.0
 
     def cost_bound(self, kinds: Sequence[Kind], budget: float) -> float | None:
-        """No plan placing the demand costs less (``budget``: a plan's cost, to bound units)."""
+        """No plan placing the demand costs less: sum of values minus, per kind whose unit
+        can hold more than it costs, the excess times the most units a plan costing at most
+        ``budget`` can take of it (None: unbounded)."""
         total = self.value
         for index, value in self.unit_values:
             kind = kinds[index]
             excess = value - kind.cost
-            if excess > 0:
+            if excess > 1e-12:
                 units = _unit_cap(kind, budget)
                 if units is None:
                     return None
                 total -= units * excess
         return total
-
-    def unit_bound(self, kinds: Sequence[Kind], budget: float) -> float | None:
-        """No plan placing the demand at a cost of at most ``budget`` launches fewer new
-        units: the relaxation of min units s.t. cover, cost <= budget, with the cover's
-        multipliers ``duals / surcharge`` and the budget's ``1 / surcharge``."""
-        if self.surcharge <= 0:
-            return None
-        total = self.value - budget
-        for index, value in self.unit_values:
-            kind = kinds[index]
-            excess = value - kind.cost - (self.surcharge if kind.new else 0.0)
-            if excess > 0:
-                units = _unit_cap(kind, budget)
-                if units is None:
-                    return None
-                total -= units * excess
-        return total / self.surcharge
 
 
 def _unit_cap(kind: Kind, budget: float) -> float | None:
@@ -500,10 +482,15 @@ def generate(
         if exact:
             dual_bounds += _exact_rounds(master, kinds, share_of, caps, by_index)
 
-    if exact and DIVE:
+    if exact:
         taken = _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, notes)
     else:
         taken = _round(master, items, demand, kinds, limits, global_room, penalty, share_of, notes)
+    from autoscaler.planner.improve import improve  # it packs with this module's helpers
+
+    taken = dict(
+        improve(list(taken.items()), kinds, by_index, demand, global_room, master.surcharge)
+    )
     if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
     chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
@@ -643,8 +630,8 @@ def _exact_rounds(
             reduced = master.unit_cost(kind) - worth - kind_duals[kind.index]
             if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
                 added += 1
-        surcharge = 0.0 if cost_phase else master.surcharge
-        found.append(DualBound(value, tuple(unit_values), surcharge))
+        if cost_phase:
+            found.append(DualBound(value, tuple(unit_values)))
         if not added:
             break
         _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)

@@ -127,12 +127,8 @@ def plan(request: PlanRequest) -> Plan:
     if all(missing <= 0 for missing in unplaced.values()) and realised.dual_bounds:
         # Exact pricing ran: its Lagrangian relaxations bound plans placing the whole demand.
         kinds_used, duals = realised.dual_bounds
-        cap = demand_cost * (1 + NODE_TOLERANCE) + 1e-9
         costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
-        units = [d.unit_bound(kinds_used, cap) for d in duals]
         cost_bound = max([cost_bound] + [c for c in costs if c is not None])
-        best_units = max([0.0] + [u for u in units if u is not None])
-        unit_bound = max(unit_bound, math.ceil(best_units - 1e-6))
     lower = min(cost, min_cost + cost_bound)
     node_count = sum(launch.count for launch in launches)
     node_bound = min(node_count, sum(min_launches.values()) + unit_bound)
