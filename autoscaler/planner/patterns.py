@@ -482,15 +482,17 @@ def generate(
         if exact:
             dual_bounds += _exact_rounds(master, kinds, share_of, caps, by_index)
 
-    if exact:
-        taken = _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, notes)
-    else:
-        taken = _round(master, items, demand, kinds, limits, global_room, penalty, share_of, notes)
     from autoscaler.planner.improve import improve  # it packs with this module's helpers
 
-    taken = dict(
-        improve(list(taken.items()), kinds, by_index, demand, global_room, master.surcharge)
-    )
+    args = (master, items, demand, kinds, limits, global_room, penalty, share_of, notes)
+    plans = [_round(*args)]
+    if exact:  # a second integer plan by diving; the better one (after improvement) is kept
+        plans.append(_dive(*args))
+    plans = [
+        dict(improve(list(p.items()), kinds, by_index, demand, global_room, master.surcharge))
+        for p in plans
+    ]
+    taken = min(plans, key=lambda p: _objective(master, p, demand))
     if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
     chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
