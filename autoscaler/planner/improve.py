@@ -122,7 +122,12 @@ class _Search:
             excess = count - demand.get(index, 0)
             if excess <= 0 or self.items[index].spread_group is not None:
                 continue
-            for unit in reversed(self.units):
+            # Off launched units first (the dearest first), free capacity last.
+            holders = sorted(
+                enumerate(self.units),
+                key=lambda pu: (not pu[1].kind.new, -self.price(pu[1].kind), -pu[0]),
+            )
+            for _, unit in holders:
                 if excess <= 0:
                     break
                 held = sum(n for i, n in unit.content if i == index)
@@ -148,8 +153,8 @@ class _Search:
         changed = False
         ranked = sorted(enumerate(self.units), key=lambda pu: (-self.price(pu[1].kind), pu[0]))
         for _, unit in ranked:
-            if unit not in self.units:
-                continue
+            if unit not in self.units or self.price(unit.kind) <= 0:
+                continue  # emptying free capacity gains nothing
             others = [u for u in self.units if u is not unit]
             trial: dict[int, Bin] = {}
             additions: dict[int, list[tuple[int, int]]] = {}
