@@ -15,8 +15,11 @@ negative reduced cost, until none is found or a fixed round count is reached. Fe
 a second phase prices each new unit at :data:`NODE_TOLERANCE` of the average unit cost, so
 bigger units win ties. Integer plan: the units the LP takes whole are kept; the remainder
 (a few units per basic pattern) gets its own column generation, seeded with small
-single-item units, and a MIP (deterministic node limit) over all patterns. Nothing depends
-on wall-clock time; a time limit is only a last-resort guard, reported when hit.
+single-item units, and a MIP (deterministic node limit) over all patterns. Small plans
+(:data:`EXACT_UNITS`): every kind is also priced exactly (:mod:`~autoscaler.planner.knapsack`),
+which gives Lagrangian cost bounds (:class:`DualBound`), and a dive makes a second integer
+plan; the better one after :mod:`~autoscaler.planner.improve` is kept. Nothing depends on
+wall-clock time; a time limit is only a last-resort guard, reported when hit.
 """
 
 from __future__ import annotations

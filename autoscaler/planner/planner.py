@@ -12,12 +12,14 @@
 3. Column generation over *patterns* (what one unit holds, packed host by host with exact
    per-device accounting) finds the cheapest mix; a MIP over the generated patterns makes it
    integer, and a second one takes the fewest units within 0.5% of that cost
-   (``patterns``).
+   (``patterns``). Small plans also get exact pricing (``knapsack``), a second integer plan
+   by diving, and local improvement of the better one (``improve``).
 4. The chosen units are realised as they were packed; copies beyond the demand are trimmed,
    STRICT_SPREAD gangs are kept whole or not at all, and anything still unplaced is packed
    into the room left (again by patterns) before it is reported.
 5. An LP over the same kinds bounds the cost and the unit count of any plan placing as
-   much under the policy in force (``bound``).
+   much under the policy in force (``bound``); where exact pricing ran and everything is
+   placed, its Lagrangian relaxations may raise the cost bound.
 6. Limits (max_workers, upscaling_speed) hold launches back; the plan says what and why.
 """
 
