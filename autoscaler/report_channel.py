@@ -112,8 +112,7 @@ class ReportServer:
         self._store = StateStore(state_path)
         self._lock = threading.Lock()
         self.received = 0
-        self._server = ThreadingHTTPServer((host, port), _handler(self))
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), _handler(self))
         self._thread: threading.Thread | None = None
 
     @property
@@ -152,6 +151,12 @@ class ReportServer:
             self._store.save_report(node_id, host, report, self.clock())
             self.received += 1
         return 204
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+    """Connections waiting to be accepted: thousands of agents report in bursts."""
 
 
 def _handler(server: ReportServer) -> type[BaseHTTPRequestHandler]:
