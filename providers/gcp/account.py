@@ -34,7 +34,6 @@ Node configs that name their own ``serviceAccounts`` (Compute Engine) or ``servi
 
 from __future__ import annotations
 
-import concurrent.futures
 import copy
 import hashlib
 import logging
@@ -263,17 +262,22 @@ class GcpAccount:
             found = self.iam.get_role(rid)
         if found is None:
             with cloud_call(action="iam.roles.create"):
-                self.iam.create_role(
-                    rid,
-                    {
-                        "title": f"accel-autoscaler head of {self.cluster}"[:100],
-                        "description": description(self.cluster, "the head node's monitor"),
-                        "includedPermissions": wanted,
-                        "stage": "GA",
-                    },
-                )
-            made.append(AccountResource("iam-role", rid, self.role, created=True))
-            return
+                try:
+                    self.iam.create_role(
+                        rid,
+                        {
+                            "title": f"accel-autoscaler head of {self.cluster}"[:100],
+                            "description": description(self.cluster, "the head node's monitor"),
+                            "includedPermissions": wanted,
+                            "stage": "GA",
+                        },
+                    )
+                    made.append(AccountResource("iam-role", rid, self.role, created=True))
+                    return
+                except API_ERRORS as exc:
+                    if not is_already_exists(exc):
+                        raise
+                    found = self.iam.get_role(rid) or {}  # made just now (a retried create)
         self._check_ours("custom role", self.role, found.get("description"))
         revived = bool(found.get("deleted"))
         if revived:
@@ -525,7 +529,10 @@ class GcpAccount:
         deadline = self.clock() + self.settings.operation_timeout_s
         while operation.status != compute_v1.Operation.Status.DONE:
             if self.clock() >= deadline:
-                raise concurrent.futures.TimeoutError(f"operation {operation.name} is running")
+                raise ProviderError(
+                    f"{operation.operation_type} of {operation.target_link} is still running "
+                    f"after {self.settings.operation_timeout_s:g}s; run the command again"
+                )
             self.sleep(self.settings.poll_s)
             if self._operations is None:
                 kwargs = client_kwargs(self.provider_config)

@@ -5,6 +5,9 @@ someone else's."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from providers.base import NODE_KIND_HEAD, NODE_KIND_WORKER, TAG_NODE_KIND, TAG_NODE_TYPE
@@ -285,3 +288,11 @@ def test_names_fit_gcp_rules_and_differ_for_names_that_clean_alike():
     assert slug("a_b") != slug("a-b") and slug("alpha") == "alpha"
     assert gcp_account.is_ours("x (accel-cluster-name=alpha)", "alpha")
     assert not gcp_account.is_ours("x (accel-cluster-name=alpha2)", "alpha")
+
+
+def test_the_readme_lists_the_head_role_in_full():
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    section = readme[readme.index("\n### GCP\n") :]
+    section = section[: section.index("It also gets `roles/iam.serviceAccountUser`")]
+    listed = re.findall(r"`((?:compute|tpu)\.\w+\.\w+)`", section)
+    assert sorted(listed) == sorted(HEAD_PERMISSIONS)
