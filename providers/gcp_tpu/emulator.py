@@ -709,8 +709,24 @@ class TpuCloud:
 
 
 class TpuEmulator(FakeServer):
-    """The fake Cloud TPU API alone: ``with TpuEmulator() as emu: emu.url``."""
+    """The fake Cloud TPU API, with what `up` makes in any GCP project beside it (the fake
+    IAM and Resource Manager, Compute Engine firewall rules; no VMs, for which see
+    :class:`providers.gcp.emulator.GcpEmulator`): ``with TpuEmulator() as emu: emu.url``."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, cloud: TpuCloud | None = None):
+        from providers.gcp.iam_emulator import IamCloud
+        from providers.gcp_compute.emulator import ComputeCloud
+
         self.cloud = cloud or TpuCloud()
-        super().__init__(self.cloud.route, host, port)
+        self.iam = IamCloud()
+        self.compute = ComputeCloud(machine_types={}, accelerator_types={})
+        if self.cloud.service_account_exists is None:
+            self.cloud.service_account_exists = self.iam.account_exists
+        super().__init__(self.route, host, port)
+
+    def route(self, method: str, path: str, query: dict[str, str], body: dict) -> dict:
+        if path.startswith("/v1/"):
+            return self.iam.route(method, path, query, body)
+        if path.startswith("/compute/"):
+            return self.compute.route(method, path, query, body)
+        return self.cloud.route(method, path, query, body)
