@@ -192,12 +192,6 @@ class GcpAccount:
     def role(self) -> str:
         return self.iam.role_name(role_id(self.cluster))
 
-    def _firewall_names(self) -> list[str]:
-        names = [firewall_name(self.cluster, "internal")]
-        if self.firewall_settings.get("ssh_source_ranges"):
-            names.append(firewall_name(self.cluster, "ssh"))
-        return names
-
     # Make ------------------------------------------------------------------------------------
     def prepare(
         self, node_configs: Mapping[str, Mapping[str, Any]], head_type: str | None
@@ -292,26 +286,37 @@ class GcpAccount:
 
     def _grant(self, resource: str, role: str, member: str, made: list[AccountResource]) -> None:
         """Bind ``member`` to ``role`` on ``resource`` (the project or a service account)."""
-        added = self._edit_policy(resource, lambda p: _with_member(p, role, member))
+        added = self._edit_policy(resource, lambda p: _with_member(p, role, member), grant=True)
         made.append(AccountResource("iam-binding", _binding_name(role, member), resource, added))
 
     def _edit_policy(
-        self, resource: str, edit: Callable[[dict[str, Any]], dict[str, Any] | None]
+        self,
+        resource: str,
+        edit: Callable[[dict[str, Any]], dict[str, Any] | None],
+        grant: bool = False,
     ) -> bool:
         """Read ``resource``'s policy, ``edit`` it (None: nothing to change) and write it back
         with the etag it was read with; again from the read when someone else wrote in
-        between, and (with backoff) while IAM does not see a new service account yet."""
+        between, and, for a ``grant``, (with backoff) while IAM does not see a new service
+        account yet."""
         on_project = resource == f"projects/{self.project}"
         permission = "resourcemanager.projects" if on_project else "iam.serviceAccounts"
         deadline = self.clock() + self.propagation_s
         conflicts, delay = 0, 1.0
         while True:
-            with cloud_call(action=f"{permission}.getIamPolicy"):
+            try:
                 policy = (
                     self.iam.get_project_policy()
                     if on_project
                     else self.iam.get_account_policy(resource)
                 )
+            except API_ERRORS as exc:
+                if grant and not on_project and is_not_found(exc) and self.clock() < deadline:
+                    logger.info("IAM does not see the new service account yet; waiting")
+                    self.sleep(delay)
+                    delay = min(delay * 2, 10.0)
+                    continue
+                raise classify(exc, action=f"{permission}.getIamPolicy") from exc
             changed = edit(policy)
             if changed is None:
                 return False
@@ -326,7 +331,7 @@ class GcpAccount:
                     conflicts += 1
                     logger.info("the IAM policy of %s changed meanwhile; again", resource)
                     continue
-                if is_unknown_member(exc) and self.clock() < deadline:
+                if grant and is_unknown_member(exc) and self.clock() < deadline:
                     logger.info("IAM does not see the new service account yet; waiting")
                     self.sleep(delay)
                     delay = min(delay * 2, 10.0)
