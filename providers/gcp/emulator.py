@@ -1,7 +1,9 @@
 """The embedded local GCP: one process serving the fake Compute Engine API
-(``/compute/v1/...``, :mod:`providers.gcp_compute.emulator`) and the fake Cloud TPU API
-(``/v2/...``, :mod:`providers.gcp_tpu.emulator`) on one port, so one ``endpoint_url`` serves
-both plugins of a cluster.
+(``/compute/v1/...``, :mod:`providers.gcp_compute.emulator`), the fake Cloud TPU API
+(``/v2/...``, :mod:`providers.gcp_tpu.emulator`) and the fake IAM and Resource Manager
+(``/v1/projects/...``, :mod:`providers.gcp.iam_emulator`) on one port, so one ``endpoint_url``
+serves both plugins of a cluster and what ``up`` makes in the project. VMs and TPU nodes
+naming a service account the fake IAM lacks are refused.
 
 Run it standalone: ``python -m providers.gcp.emulator --host 127.0.0.1 --port 8470``.
 """
@@ -12,6 +14,7 @@ import argparse
 import logging
 
 from providers.gcp.fake_api import FakeServer
+from providers.gcp.iam_emulator import IamCloud
 from providers.gcp_compute.emulator import ComputeCloud
 from providers.gcp_tpu.emulator import TpuCloud
 
@@ -27,14 +30,22 @@ class GcpEmulator(FakeServer):
         port: int = 0,
         compute: ComputeCloud | None = None,
         tpu: TpuCloud | None = None,
+        iam: IamCloud | None = None,
     ) -> None:
+        self.iam = iam or IamCloud()
         self.compute = compute or ComputeCloud()
         self.tpu = tpu or TpuCloud()
+        for api in (self.compute, self.tpu):
+            if api.service_account_exists is None:
+                api.service_account_exists = self.iam.account_exists
         super().__init__(self.route, host, port)
 
     def route(self, method: str, path: str, query: dict[str, str], body: dict) -> dict:
-        api = self.compute if path.startswith("/compute/") else self.tpu
-        return api.route(method, path, query, body)
+        if path.startswith("/compute/"):
+            return self.compute.route(method, path, query, body)
+        if path.startswith("/v1/"):
+            return self.iam.route(method, path, query, body)
+        return self.tpu.route(method, path, query, body)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -70,6 +70,7 @@ _RATE_REASONS = frozenset({"rateLimitExceeded", "userRateLimitExceeded", "RATE_L
 _QUOTA_NAME = re.compile(r"Quota (?:limit )?'([^']+)'")
 _QUOTA_REGION = re.compile(r" in region ([a-z0-9-]+)")
 _PERMISSION = re.compile(r"Permission '([\w.]+)'|Required '([\w.]+)' permission")
+_UNKNOWN_MEMBER = re.compile(r"[Ss]ervice account \S+ does not exist")
 _RATE = re.compile(r"per ?minute|/qps/|requests per", re.IGNORECASE)
 
 
@@ -101,6 +102,20 @@ def is_already_exists(exc: BaseException) -> bool:
 
 def is_not_found(exc: BaseException) -> bool:
     return isinstance(exc, gexc.GoogleAPICallError) and status_of(exc) == "NOT_FOUND"
+
+
+def is_policy_conflict(exc: BaseException) -> bool:
+    """A ``setIamPolicy`` refused because the policy changed since it was read (stale etag)."""
+    return isinstance(exc, gexc.GoogleAPICallError) and status_of(exc) == "ABORTED"
+
+
+def is_unknown_member(exc: BaseException) -> bool:
+    """A ``setIamPolicy`` refused because a member does not exist (yet: a new service account
+    takes a while to be seen by IAM policies)."""
+    if not isinstance(exc, gexc.GoogleAPICallError) or status_of(exc) != "INVALID_ARGUMENT":
+        return False
+    message = _error_body(exc).get("message") or exc.message or ""
+    return _UNKNOWN_MEMBER.search(message) is not None
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -7,6 +7,10 @@ type's instance type and zones, as ``ClusterConfig.provider_settings`` gives the
 to watch, and whether Compute Engine is used at all (a TPU-only cluster never calls it).
 Without that key (a node's own agent) both plugins are used. Which plugin owns a node id is
 remembered from listings and creates; an id not seen yet is looked up in each.
+
+What the cluster needs in the project besides nodes (service accounts, the head's custom role,
+firewall rules: :mod:`providers.gcp.account`) is made here, for both plugins, and every launch
+gets the service account of its node kind and the cluster's network tag.
 """
 
 from __future__ import annotations
@@ -16,7 +20,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from accel.tpu_generations import parse_pod_type
-from providers.base import LaunchResult, NodeProvider, ProviderNode
+from providers.base import (
+    NODE_KIND_WORKER,
+    TAG_NODE_KIND,
+    AccountResource,
+    LaunchResult,
+    NodeProvider,
+    ProviderNode,
+)
+from providers.gcp.account import GcpAccount
 from providers.gcp.cloud import GcpCloud
 from providers.gcp_tpu.slices import tpu_slice_type
 
@@ -42,6 +54,14 @@ class GcpNodeProvider(NodeProvider):
         if known is None or len(tpu) < len(known):
             self.plugins["compute"] = _load("compute")(provider_config, cluster_name)
         self._owner: dict[str, NodeProvider] = {}
+        self._account: GcpAccount | None = None
+
+    @property
+    def account(self) -> GcpAccount:
+        """The cluster's service accounts, custom role and firewall rules."""
+        if self._account is None:
+            self._account = GcpAccount(self.provider_config, self.cluster_name)
+        return self._account
 
     def _plugin_for(self, node_config: Mapping[str, Any]) -> NodeProvider:
         kind = "tpu" if tpu_slice_type(node_config) is not None else "compute"
@@ -76,6 +96,8 @@ class GcpNodeProvider(NodeProvider):
         all_or_nothing: bool = False,
     ) -> LaunchResult:
         plugin = self._plugin_for(node_config)
+        kind = tags.get(TAG_NODE_KIND, NODE_KIND_WORKER)
+        node_config = {**self.account.launch_settings(node_config, kind), **node_config}
         result = plugin.create_node(node_config, tags, count, launch_request_id, all_or_nothing)
         self._owner.update((node_id, plugin) for node_id in result.node_ids)
         return result
@@ -98,6 +120,17 @@ class GcpNodeProvider(NodeProvider):
         return [
             problem for plugin, configs in grouped.values() for problem in plugin.preflight(configs)
         ]
+
+    def prepare_account(
+        self, node_configs: Mapping[str, Mapping[str, Any]], head_type: str | None
+    ) -> list[AccountResource]:
+        return self.account.prepare(node_configs, head_type)
+
+    def account_resources(self) -> list[AccountResource]:
+        return self.account.find()
+
+    def purge_account(self) -> list[AccountResource]:
+        return self.account.purge()
 
     # Routing ------------------------------------------------------------------------------
     def _candidates(self, node_id: str) -> list[NodeProvider]:

@@ -2,13 +2,15 @@
 refresh use, spoken to by the real ``google-cloud-compute`` client.
 
 Serves ``instances`` (bulkInsert, get, delete, setLabels, aggregatedList with label and name
-filters and pages), ``zoneOperations.get``, and ``machineTypes`` / ``acceleratorTypes``
-aggregatedList. Inserts check the machine type and attached GPUs against the zone, names,
+filters and pages), ``zoneOperations.get``, ``machineTypes`` / ``acceleratorTypes``
+aggregatedList, and ``firewalls`` (insert, get, delete on the project's ``networks``) with
+``globalOperations.get``. Inserts check the machine type and attached GPUs against the zone, names,
 labels and regional quotas (``quotas``: ``"REGION/METRIC" -> limit``, metrics ``CPUS`` and
 ``NVIDIA_<MODEL>_GPUS``), honour ``requestId`` (a resend answers the first operation) and
 ``minCount`` against a zone's remaining ``capacity``. Operations finish when read
 ``operation_polls`` times and their verb is not held (:meth:`ComputeCloud.hold`), so tests
-never wait on real time. Faults: :class:`Fault`.
+never wait on real time. With ``service_account_exists`` (the embedded IAM's), a VM naming a
+service account that does not exist is refused, as Compute Engine does. Faults: :class:`Fault`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import itertools
 import re
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +29,8 @@ BASE = "https://www.googleapis.com/compute/v1"
 _PREFIX = r"^/compute/v1/projects/([^/]+)"
 _ZONE_INSTANCES = re.compile(_PREFIX + r"/zones/([^/]+)/instances(?:/([^/]+))?(?:/(\w+))?$")
 _OPERATION = re.compile(_PREFIX + r"/zones/([^/]+)/operations/([^/]+)$")
+_FIREWALLS = re.compile(_PREFIX + r"/global/firewalls(?:/([^/]+))?$")
+_GLOBAL_OPERATION = re.compile(_PREFIX + r"/global/operations/([^/]+)$")
 _AGGREGATED = re.compile(_PREFIX + r"/aggregated/(instances|machineTypes|acceleratorTypes)$")
 _NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 _LABEL = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
@@ -50,6 +54,10 @@ _PERMISSIONS = {
     "operation": "compute.zoneOperations.get",
     "machineTypes": "compute.machineTypes.list",
     "acceleratorTypes": "compute.acceleratorTypes.list",
+    "firewalls.insert": "compute.firewalls.create",
+    "firewalls.get": "compute.firewalls.get",
+    "firewalls.delete": "compute.firewalls.delete",
+    "globalOperation": "compute.globalOperations.get",
 }
 
 
@@ -86,6 +94,7 @@ class ComputeCloud:
         operation_polls: int = 0,
         quotas: Mapping[str, float] | None = None,
         max_instances: int = 5000,
+        service_account_exists: Callable[[str], bool] | None = None,
     ) -> None:
         if machine_types is None or accelerator_types is None:
             from instance_catalog.gcp import compute_zone_tables
@@ -100,6 +109,9 @@ class ComputeCloud:
         self.capacity: dict[str, int] = {}
         """Zone -> VMs it can still start (absent: unlimited)."""
         self.max_instances = max_instances
+        self.service_account_exists = service_account_exists
+        self.networks = {"default"}
+        """VPC networks every project has."""
         self.calls: dict[str, int] = {}
         self._lock = threading.Lock()
         self._instances: dict[tuple[str, str, str], dict] = {}
@@ -107,6 +119,8 @@ class ComputeCloud:
         self._pending: dict[tuple[str, str, str], list] = {}
         """operation key -> [reads still needed, verb, finish]."""
         self._requests: dict[str, tuple[str, str, str]] = {}
+        self._firewalls: dict[tuple[str, str], dict] = {}
+        self._global_operations: dict[tuple[str, str], dict] = {}
         self._faults: list[Fault] = []
         self._held: set[str] = set()
         self._ids = itertools.count(1000)
@@ -265,6 +279,19 @@ class ComputeCloud:
         for key, value in (properties.get("labels") or {}).items():
             if not _LABEL.match(key) or not _LABEL_VALUE.match(str(value)):
                 raise ApiError(400, "INVALID_ARGUMENT", f"Invalid label {key}={value!r}.")
+        for tag in (properties.get("tags") or {}).get("items") or ():
+            if not _NAME.match(str(tag)):
+                raise ApiError(400, "INVALID_ARGUMENT", f"Invalid value for field 'tags': {tag!r}.")
+        for account in properties.get("serviceAccounts") or ():
+            email = str(account.get("email", ""))
+            exists = self.service_account_exists
+            if exists is not None and email != "default" and not exists(email):
+                raise ApiError(
+                    400,
+                    "INVALID_ARGUMENT",
+                    f"The resource 'projects/{project}/serviceAccounts/{email}' was not found",
+                    errors=[{"reason": "invalid", "message": "service account not found"}],
+                )
         if len(self._instances) + len(names) > self.max_instances:
             raise ApiError(429, "RESOURCE_EXHAUSTED", "The emulator holds too many instances.")
 
@@ -445,6 +472,118 @@ class ComputeCloud:
             self._advance()
             return dict(self._operations[key])
 
+    # Firewalls ------------------------------------------------------------------------------
+    def insert_firewall(self, project: str, body: dict, request: str) -> dict:
+        with self._lock:
+            name = str(body.get("name", ""))
+            resource = f"projects/{project}/global/firewalls/{name}"
+            self._enter("firewalls.insert", "", resource)
+            if request and request in self._requests:
+                return dict(self._global_operations[self._requests[request][::2]])
+            if not _NAME.match(name):
+                raise ApiError(400, "INVALID_ARGUMENT", f"Invalid firewall name '{name}'.")
+            if (project, name) in self._firewalls:
+                raise ApiError(
+                    409,
+                    "ALREADY_EXISTS",
+                    f"The resource '{resource}' already exists",
+                    errors=[{"reason": "alreadyExists", "message": "already exists"}],
+                )
+            network = str(body.get("network") or "global/networks/default").rsplit("/", 1)[-1]
+            if network not in self.networks:
+                raise ApiError(
+                    404,
+                    "NOT_FOUND",
+                    f"The resource 'projects/{project}/global/networks/{network}' was not found",
+                    errors=[{"reason": "notFound", "message": "not found"}],
+                )
+            for tag in [*(body.get("sourceTags") or ()), *(body.get("targetTags") or ())]:
+                if not _NAME.match(str(tag)):
+                    raise ApiError(400, "INVALID_ARGUMENT", f"Invalid tag {tag!r}.")
+            if not body.get("allowed") and not body.get("denied"):
+                raise ApiError(400, "INVALID_ARGUMENT", "A firewall needs allowed or denied.")
+            self._firewalls[(project, name)] = {
+                **body,
+                "kind": "compute#firewall",
+                "id": str(next(self._ids)),
+                "name": name,
+                "network": f"{BASE}/projects/{project}/global/networks/{network}",
+                "direction": body.get("direction") or "INGRESS",
+                "priority": int(body.get("priority") or 1000),
+                "creationTimestamp": now_rfc3339(),
+                "selfLink": f"{BASE}/{resource}",
+            }
+            operation = self._global_operation(project, "insert", resource)
+            if request:
+                self._requests[request] = (project, "", operation["name"])
+            return operation
+
+    def get_firewall(self, project: str, name: str) -> dict:
+        with self._lock:
+            resource = f"projects/{project}/global/firewalls/{name}"
+            self._enter("firewalls.get", "", resource)
+            return dict(self._firewall(project, name))
+
+    def delete_firewall(self, project: str, name: str) -> dict:
+        with self._lock:
+            resource = f"projects/{project}/global/firewalls/{name}"
+            self._enter("firewalls.delete", "", resource)
+            self._firewall(project, name)
+            del self._firewalls[(project, name)]
+            return self._global_operation(project, "delete", resource)
+
+    def firewall_names(self, project: str) -> list[str]:
+        """Every firewall rule of ``project`` (for tests)."""
+        with self._lock:
+            return sorted(name for p, name in self._firewalls if p == project)
+
+    def put_firewall(self, project: str, name: str, description: str = "") -> None:
+        """Seed a firewall rule directly (e.g. one someone else made)."""
+        with self._lock:
+            self._firewalls[(project, name)] = {
+                "name": name,
+                "id": str(next(self._ids)),
+                "description": description,
+                "network": f"{BASE}/projects/{project}/global/networks/default",
+                "allowed": [{"IPProtocol": "tcp", "ports": ["80"]}],
+            }
+
+    def global_operation_get(self, project: str, name: str) -> dict:
+        with self._lock:
+            self._enter("globalOperation", "", name)
+            operation = self._global_operations.get((project, name))
+            if operation is None:
+                raise ApiError(404, "NOT_FOUND", f"The resource '{name}' was not found")
+            return dict(operation)
+
+    def _firewall(self, project: str, name: str) -> dict:
+        rule = self._firewalls.get((project, name))
+        if rule is None:
+            raise ApiError(
+                404,
+                "NOT_FOUND",
+                f"The resource 'projects/{project}/global/firewalls/{name}' was not found",
+                errors=[{"reason": "notFound", "message": "not found"}],
+            )
+        return rule
+
+    def _global_operation(self, project: str, verb: str, target: str) -> dict:
+        """A global operation, done at once (firewall changes are quick and never fail here)."""
+        name = f"operation-{uuid.uuid4().hex}"
+        operation = {
+            "kind": "compute#operation",
+            "id": str(next(self._ids)),
+            "name": name,
+            "operationType": verb,
+            "targetLink": f"{BASE}/{target}",
+            "status": "DONE",
+            "progress": 100,
+            "insertTime": now_rfc3339(),
+            "selfLink": f"{BASE}/projects/{project}/global/operations/{name}",
+        }
+        self._global_operations[(project, name)] = operation
+        return dict(operation)
+
     # Internals -------------------------------------------------------------------------------
     def _instance(self, project: str, zone: str, name: str) -> dict:
         vm = self._instances.get((project, zone, name))
@@ -505,6 +644,18 @@ class ComputeCloud:
         match = _OPERATION.match(path)
         if match and method == "GET":
             return self.operation(*match.groups())
+        match = _FIREWALLS.match(path)
+        if match:
+            project, name = match.groups()
+            if name is None and method == "POST":
+                return self.insert_firewall(project, body, query.get("requestId", ""))
+            if name is not None and method == "GET":
+                return self.get_firewall(project, name)
+            if name is not None and method == "DELETE":
+                return self.delete_firewall(project, name)
+        match = _GLOBAL_OPERATION.match(path)
+        if match and method == "GET":
+            return self.global_operation_get(*match.groups())
         match = _AGGREGATED.match(path)
         if match and method == "GET":
             return self.aggregated(match.group(1), match.group(2), query)

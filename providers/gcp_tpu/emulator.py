@@ -153,7 +153,11 @@ class TpuCloud:
         operation_polls: int = 0,
         clock: Callable[[], float] = time.monotonic,
         zones: Mapping[str, list[str]] | None = None,
+        service_account_exists: Callable[[str], bool] | None = None,
     ) -> None:
+        self.service_account_exists = service_account_exists
+        """The embedded IAM's check: a node naming a service account that does not exist is
+        refused, as Cloud TPU does."""
         self.create_delay_s = create_delay_s
         self.delete_delay_s = delete_delay_s
         self.operation_polls = operation_polls
@@ -318,6 +322,7 @@ class TpuCloud:
             if not body.get("runtimeVersion"):
                 raise ApiError(400, "INVALID_ARGUMENT", "runtime_version is required.")
             _check_labels(body.get("labels", {}))
+            self._check_identity(project, body)
             config = body.get("acceleratorConfig")
             if config and isinstance(config.get("type"), int):
                 body = {
@@ -414,6 +419,7 @@ class TpuCloud:
             accelerator_type, _ = _slice_of(specs[0].get("node", {}))
             self._enter("create_queued", zone, name, accelerator_type)
             _check_labels(specs[0].get("node", {}).get("labels", {}))
+            self._check_identity(project, specs[0].get("node", {}))
             if name in self._queued:
                 raise ApiError(409, "ALREADY_EXISTS", f"Resource '{name}' already exists.")
             self._queued[name] = {
@@ -544,6 +550,20 @@ class TpuCloud:
             return sorted(self._nodes)
 
     # Internals ----------------------------------------------------------------------------
+    def _check_identity(self, project: str, node: dict) -> None:
+        """The node's network tags are valid and its service account exists."""
+        for tag in node.get("tags") or ():
+            if not _NODE_ID.match(str(tag)):
+                raise ApiError(400, "INVALID_ARGUMENT", f"Invalid network tag {tag!r}.")
+        email = str((node.get("serviceAccount") or {}).get("email", ""))
+        exists = self.service_account_exists
+        if email and exists is not None and not exists(email):
+            raise ApiError(
+                400,
+                "INVALID_ARGUMENT",
+                f"Service account projects/{project}/serviceAccounts/{email} does not exist.",
+            )
+
     def _node(self, name: str) -> dict:
         if name not in self._nodes:
             raise ApiError(404, "NOT_FOUND", f"Resource '{name}' was not found.")
@@ -689,8 +709,24 @@ class TpuCloud:
 
 
 class TpuEmulator(FakeServer):
-    """The fake Cloud TPU API alone: ``with TpuEmulator() as emu: emu.url``."""
+    """The fake Cloud TPU API, with what `up` makes in any GCP project beside it (the fake
+    IAM and Resource Manager, Compute Engine firewall rules; no VMs, for which see
+    :class:`providers.gcp.emulator.GcpEmulator`): ``with TpuEmulator() as emu: emu.url``."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, cloud: TpuCloud | None = None):
+        from providers.gcp.iam_emulator import IamCloud
+        from providers.gcp_compute.emulator import ComputeCloud
+
         self.cloud = cloud or TpuCloud()
-        super().__init__(self.cloud.route, host, port)
+        self.iam = IamCloud()
+        self.compute = ComputeCloud(machine_types={}, accelerator_types={})
+        if self.cloud.service_account_exists is None:
+            self.cloud.service_account_exists = self.iam.account_exists
+        super().__init__(self.route, host, port)
+
+    def route(self, method: str, path: str, query: dict[str, str], body: dict) -> dict:
+        if path.startswith("/v1/"):
+            return self.iam.route(method, path, query, body)
+        if path.startswith("/compute/"):
+            return self.compute.route(method, path, query, body)
+        return self.cloud.route(method, path, query, body)
