@@ -292,7 +292,7 @@ def test_names_fit_gcp_rules_and_differ_for_names_that_clean_alike():
 
 def test_the_readme_lists_the_head_role_in_full():
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    section = readme[readme.index("\n### GCP\n") :]
+    section = readme[readme.index("\n### What `up` does on GCP\n") :]
     section = section[: section.index("It also gets `roles/iam.serviceAccountUser`")]
     listed = re.findall(r"`((?:compute|tpu)\.\w+\.\w+)`", section)
     assert sorted(listed) == sorted(HEAD_PERMISSIONS)
