@@ -1,7 +1,10 @@
 """GCP instance types: Compute Engine machine types and Cloud TPU slice types.
 
 Facts come from ``data/gcp.yaml`` (see its header for the Google pages they were taken from),
-prices from ``instance_catalog.prices.gcp_prices``:
+zones from a snapshot of Google's API answers (the user's ``autoscale catalog refresh --cloud
+gcp``, else the bundled ``data/gcp_compute_snapshot.json`` with ``data/gcp_overrides.yaml``; TPU
+generations it lacks keep their zones from Google's pages), prices from
+``instance_catalog.prices.gcp_prices``:
 
 * CPU machine types: the ``machine`` price.
 * Machine types with built-in GPUs (A2, A3, A4, G2, G4): Google bills the VM and its GPUs as
@@ -18,6 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
+from importlib import resources
 
 from accel.names import get as get_accelerator_type
 from accel.names import resolve_model
@@ -42,16 +46,41 @@ def _prices(kind: str) -> PriceTable:
 def _regions(
     prices: Mapping[str, Price], name: str | None = None, table: str = "machine_types"
 ) -> dict[str, tuple[str, ...]]:
-    """Regions with a price, each with its zones where a refreshed snapshot has them."""
+    """Regions with a price, each with its zones where the snapshot has them."""
     known = {
-        r: tuple(z) for r, z in _refreshed().get(table, {}).get(name, {}).get("zones", {}).items()
+        r: tuple(z) for r, z in _snapshot().get(table, {}).get(name, {}).get("zones", {}).items()
     }
     return {region: known.get(region, ()) for region in sorted({*prices, *known})}
 
 
-def zones_from_api() -> bool:
-    """Whether zone facts come from Google's APIs (a refreshed snapshot), not its pages."""
-    return bool(_refreshed())
+def zones_from_api(name: str | None = None, table: str = "machine_types") -> bool:
+    """Whether zone facts come from Google's API answers (the user's refreshed snapshot, else
+    the bundled recording of one), not from its pages; with ``name``, whether they do for that
+    entry of ``table`` (``machine_types``, ``accelerator_types``, ``tpu_accelerator_types``)."""
+    snapshot = _snapshot()
+    if name is None:
+        return bool(snapshot.get("machine_types"))
+    return bool(snapshot.get(table, {}).get(name, {}).get("zones"))
+
+
+def zone_fact_regions(table: str = "machine_types") -> frozenset[str] | None:
+    """Regions the snapshot's ``table`` speaks for (any entry has zones there); None without
+    a snapshot. Elsewhere (a region the recording's project could not see, such as the
+    restricted Cloud TPU region us-central2 for Compute Engine) zones are unknown."""
+    entries = _snapshot().get(table)
+    if not entries:
+        return None
+    return frozenset(region for facts in entries.values() for region in facts.get("zones", {}))
+
+
+def snapshot_source() -> str:
+    """Where the zone facts in use come from."""
+    return str(_snapshot().get("source", "Google's pages (data/gcp.yaml)"))
+
+
+def _snapshot() -> dict:
+    """The user's refreshed snapshot if there is one, else the bundled one."""
+    return _refreshed() or _bundled()
 
 
 @cache
@@ -59,14 +88,57 @@ def _refreshed() -> dict:
     """The user's ``gcp_compute.json`` from ``autoscale catalog refresh --cloud gcp``, if any."""
     import json
 
-    from instance_catalog.gcp_refresh import SNAPSHOT_FILE
+    from instance_catalog.gcp_refresh import SNAPSHOT_FILE, unpack_snapshot
     from instance_catalog.user_catalog import user_catalog_dir
 
     path = user_catalog_dir() / SNAPSHOT_FILE
     try:
-        return json.loads(path.read_text())
+        return unpack_snapshot(json.loads(path.read_text()))
     except (OSError, ValueError):
         return {}
+
+
+OVERRIDES_FILE = "gcp_overrides.yaml"
+
+
+@cache
+def gcp_overrides() -> dict:
+    """The parsed ``data/gcp_overrides.yaml`` (do not mutate)."""
+    import yaml
+
+    text = resources.files("instance_catalog.data").joinpath(OVERRIDES_FILE).read_text()
+    return yaml.safe_load(text) or {}
+
+
+@cache
+def _bundled() -> dict:
+    """``data/gcp_compute_snapshot.json`` with ``data/gcp_overrides.yaml``'s corrections."""
+    import json
+
+    from instance_catalog.gcp_refresh import BUNDLED_SNAPSHOT, unpack_snapshot
+
+    try:
+        text = resources.files("instance_catalog.data").joinpath(BUNDLED_SNAPSHOT).read_text()
+    except OSError:
+        return {}
+    snapshot = unpack_snapshot(json.loads(text))
+    for fix in gcp_overrides().get("corrections", ()):
+        table, name = next(
+            (t, fix[k])
+            for k, t in (
+                ("machine_type", "machine_types"),
+                ("accelerator_type", "accelerator_types"),
+                ("tpu_type", "tpu_accelerator_types"),
+            )
+            if k in fix
+        )
+        entry = snapshot[table].get(name)
+        if entry is None:
+            continue
+        drop = set(fix.get("remove_zones", ()))
+        zones = {r: [z for z in names if z not in drop] for r, names in entry["zones"].items()}
+        snapshot[table][name] = {**entry, "zones": {r: z for r, z in zones.items() if z}}
+    return snapshot
 
 
 # GPUs -----------------------------------------------------------------------------------------
@@ -252,7 +324,10 @@ def _tpu_types() -> list[InstanceType]:
         if shape is None or gen is None or host is None:
             continue
         prices = _tpu_price(pod_name)
-        zones: dict[str, tuple[str, ...]] = {**_regions(prices), **tpu_zones(gen.name)}
+        if zones_from_api(pod_name, "tpu_accelerator_types"):
+            zones = _regions(prices, pod_name, "tpu_accelerator_types")
+        else:  # the generation's zones from Google's pages
+            zones = {**_regions(prices), **tpu_zones(gen.name)}
         types.append(
             InstanceType(
                 name=pod_name,

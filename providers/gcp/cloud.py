@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from instance_catalog.catalog import Offer
-from instance_catalog.gcp import accelerator_zones, zones_from_api
+from instance_catalog.gcp import accelerator_zones, zone_fact_regions, zones_from_api
 from providers.base import ON_DEMAND, SPOT, Cloud, NodeTypeOffering, split_zones
 from providers.catalog import catalog_entry
 from providers.gcp.placement import placement, region_of
@@ -85,19 +85,32 @@ class GcpCloud(Cloud):
             return None
         field = slice_field(node_config) if tpu else "machineType"
         entry = catalog_entry(name, self.name, field)
-        notes: list[str] | None = None if zones_from_api() else []
+        # Zone facts from Google's API answers are checked strictly; from its pages, a zone
+        # they do not list is a note (see placement).
+        notes: list[str] = []
+        table = "tpu_accelerator_types" if tpu else "machine_types"
         region, zones = placement(
-            node_config, provider_config, entry.zones, entry.name, field, notes
+            node_config,
+            provider_config,
+            entry.zones,
+            entry.name,
+            field,
+            None if zones_from_api(entry.name, table) else notes,
+            zone_fact_regions(table),
         )
         gpu = None if tpu else attached_gpu_name(node_config)
         if gpu is not None:  # zones must offer the attached GPU too
             _, gpu_zones = placement(
-                node_config, provider_config, accelerator_zones(gpu), gpu, GPU_FIELD, notes
+                node_config,
+                provider_config,
+                accelerator_zones(gpu),
+                gpu,
+                GPU_FIELD,
+                None if zones_from_api(gpu, "accelerator_types") else notes,
+                zone_fact_regions("accelerator_types"),
             )
             zones = tuple(zone for zone in zones if not gpu_zones or zone in gpu_zones)
-        return NodeTypeOffering(
-            entry.name, market_of(node_config), zones, region, tuple(notes or ())
-        )
+        return NodeTypeOffering(entry.name, market_of(node_config), zones, region, tuple(notes))
 
     def price_region(self, provider_config: Mapping[str, Any]) -> str | None:
         """``region``, else the region of ``availability_zone`` (``us-central2-b`` ->

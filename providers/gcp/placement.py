@@ -2,16 +2,17 @@
 
 A node type's own ``region`` / ``availability_zone`` (our keys in its node_config) win over
 the provider's. Without zones, every zone of the region that offers the type is tried (the
-catalog's per-zone data). Where the catalog knows zones (TPU generations; GCE types after
-``autoscale catalog refresh --cloud gcp``), named zones must offer the type, or the config
-fails at load naming the field and the places that do (with facts from Google's pages only
-a region is checked strictly: a zone they do not list is a warning, as the pages lag); a
-region known only from prices proves nothing, so it is not checked.
+catalog's per-zone data). Where the catalog knows zones (from the snapshot of Google's API
+answers, bundled or refreshed by ``autoscale catalog refresh --cloud gcp``; for TPU generations
+it lacks, from Google's pages), named zones must offer the type, or the config fails at load
+naming the field and the places that do (with facts from Google's pages only a region is
+checked strictly: a zone they do not list is a warning, as the pages lag); a region known
+only from prices proves nothing, so it is not checked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from accel.user_input import brief
@@ -35,12 +36,15 @@ def placement(
     what: str,
     field: str,
     notes: list[str] | None = None,
+    covered: Collection[str] | None = None,
 ) -> tuple[str | None, tuple[str, ...]]:
     """(region, zones in order) for ``node_config``; ``offered`` is region -> zones offering
     ``what`` (empty tuples where unknown), ``field`` the node_config key that names it.
 
     With ``notes``, the zone facts are Google's published pages, which lag: a named zone they
-    do not list, in a region that has ``what``, becomes a note instead of an error."""
+    do not list, in a region that has ``what``, becomes a note instead of an error. With
+    ``covered``, the zone facts speak only for those regions (a recording of the API answers
+    from one project); elsewhere the zones are unknown and not checked."""
     own = node_config.get("availability_zone") or node_config.get("region")
     source = node_config if own else provider_config
     zones = split_zones(source.get("availability_zone"))
@@ -59,7 +63,8 @@ def placement(
             field=prefix + "availability_zone",
         )
     known = offered.get(region, ()) if region else ()
-    if region and not known and any(offered.values()):  # zones known: a snapshot says so
+    speaks = covered is None or region in covered
+    if region and not known and speaks and any(offered.values()):  # a snapshot says so
         regions = ", ".join(sorted(r for r, z in offered.items() if z))
         raise InvalidConfigError(
             f"{what} is not offered in region {brief(region)} (regions that have it: {regions})",
