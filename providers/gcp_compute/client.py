@@ -105,6 +105,16 @@ class ComputeApi:
             **self._call(),
         )
 
+    def serial_port_output(self, zone: str, name: str, last_bytes: int) -> str:
+        """The last ``last_bytes`` of the VM's first serial port (a negative ``start``)."""
+        answer = self.instances.get_serial_port_output(
+            request=compute_v1.GetSerialPortOutputInstanceRequest(
+                project=self.project, zone=zone, instance=name, port=1, start=-last_bytes
+            ),
+            **self._call(),
+        )
+        return answer.contents
+
     def wait(self, zone: str, operation: compute_v1.Operation, timeout_s: float) -> None:
         """Poll ``operation`` until DONE; raises its error as the client library would, or
         ``concurrent.futures.TimeoutError`` after ``timeout_s``."""
