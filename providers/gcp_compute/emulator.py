@@ -1,15 +1,16 @@
 """A fake Compute Engine REST server: the subset of the API the GCE plugin and the catalog
 refresh use, spoken to by the real ``google-cloud-compute`` client.
 
-Serves ``instances`` (bulkInsert, get, delete, setLabels, getSerialPortOutput, aggregatedList
-with label and name filters and pages), ``zoneOperations.get``, and ``machineTypes`` / ``acceleratorTypes``
-aggregatedList. Inserts check the machine type and attached GPUs against the zone, names,
-labels and regional quotas (``quotas``: ``"REGION/METRIC" -> limit``, metrics ``CPUS`` and
-``NVIDIA_<MODEL>_GPUS``), honour ``requestId`` (a resend answers the first operation) and
-``minCount`` against a zone's remaining ``capacity``. Operations finish when read
-``operation_polls`` times and their verb is not held (:meth:`ComputeCloud.hold`), so tests
-never wait on real time. Faults: :class:`Fault`. Each VM's serial port holds a canned boot
-log (:data:`BOOT_LOG`) that tests replace with :meth:`ComputeCloud.set_serial_output`.
+Serves ``instances`` (bulkInsert, get, delete, setLabels, getSerialPortOutput,
+aggregatedList with label and name filters and pages), ``zoneOperations.get``, and
+``machineTypes`` / ``acceleratorTypes`` aggregatedList. Inserts check the machine type and
+attached GPUs against the zone, names, labels and regional quotas (``quotas``:
+``"REGION/METRIC" -> limit``, metrics ``CPUS`` and ``NVIDIA_<MODEL>_GPUS``), honour
+``requestId`` (a resend answers the first operation) and ``minCount`` against a zone's
+remaining ``capacity``. Operations finish when read ``operation_polls`` times and their verb
+is not held (:meth:`ComputeCloud.hold`), so tests never wait on real time. Faults:
+:class:`Fault`. Each VM's serial port holds a canned boot log (:data:`BOOT_LOG`) that tests
+replace with :meth:`ComputeCloud.set_serial_output`.
 """
 
 from __future__ import annotations

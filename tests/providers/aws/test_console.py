@@ -22,9 +22,11 @@ def test_without_latest_output_the_buffered_output_is_read(provider, ami):
     (node_id,) = provider.create_node(node_config(ami), TAGS, 1, "req-1").node_ids
     wire = Wire(provider)
     wire.fail(
-        lambda action, params: "UnsupportedOperation"
-        if action == "GetConsoleOutput" and params.get("Latest") == "true"
-        else None
+        lambda action, params: (
+            "UnsupportedOperation"
+            if action == "GetConsoleOutput" and params.get("Latest") == "true"
+            else None
+        )
     )
 
     assert provider.console_output(node_id).splitlines()[-1] == MOTO_LAST_LINE
