@@ -347,8 +347,7 @@ class Reconciler:
             self.store.settle_intent(intent.request_id, FAILED_INTENT, detail="never appeared")
         for change in observation.state_changes:
             self.store.set_node_state(change.node_id, change.node_type, change.state, change.since)
-            if change.state == RUNNING:
-                self._came_up(change)
+        self._came_up([c for c in observation.state_changes if c.state == RUNNING])
         for view in observation.adopted:
             self._event(
                 "adopted",
@@ -505,13 +504,16 @@ class Reconciler:
     def _fingerprint(self, node_type: str) -> str:
         return config_fingerprint(self.config.launch_config(node_type))
 
-    def _came_up(self, change: NodeStateChange) -> None:
-        """A node of the type came up: its streak ends (and its hold, saying so)."""
-        streak = self.streaks().get(change.node_type)
-        if streak is None:
-            return
-        self.store.save_boot_failures(change.node_type, None)
-        if streak.held_until is not None and streak.held_until > self.clock():
+    def _came_up(self, changes: list[NodeStateChange]) -> None:
+        """Nodes came up: their types' streaks end (and holds, saying so)."""
+        streaks = self.streaks() if changes else {}
+        for change in changes:
+            streak = streaks.pop(change.node_type, None)
+            if streak is None:
+                continue
+            self.store.save_boot_failures(change.node_type, None)
+            if streak.held_until is None or streak.held_until <= self.clock():
+                continue
             self._event(
                 "released",
                 f"replacing {change.node_type} again: {change.node_id} came up "

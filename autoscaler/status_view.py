@@ -21,7 +21,7 @@ from autoscaler.planner import Plan
 from autoscaler.planner.items import is_accelerator_type
 from autoscaler.reconciler import NodeView, Reconciler
 from autoscaler.state import Event
-from providers.base import CLOUD_RUNNING
+from providers.base import CLOUD_RUNNING, NODE_KIND_HEAD
 
 RECENT_FAILURES = 20
 
@@ -108,7 +108,9 @@ def _not_up(
         else:
             what = f"no report after {waited}"
         spec = reconciler.types.get(view.node_type)
-        if view.node_type in holds:
+        if view.kind == NODE_KIND_HEAD:
+            what += "; the head is never replaced"
+        elif view.node_type in holds:
             what += f"; its type is held: not replaced ({holds[view.node_type].what})"
         elif spec is not None:
             limit = timeout_s(view.state, is_accelerator_type(spec))

@@ -344,3 +344,20 @@ def test_a_node_fresh_enough_has_no_reason(make, clock):
     status = build_status(Cluster(reconciler.config, reconciler.provider, reconciler.store, clock))
     (node,) = status["nodes"]
     assert node["reason"] is None and node["console"] is None
+
+
+def test_a_node_of_a_held_type_that_comes_up_ends_the_hold(make, clock):
+    reconciler = make()
+    demand(reconciler, {"GPU": 1})
+    reconciler.tick()
+    for _ in range(FAILURE_LIMIT):
+        fail_once(reconciler, clock)
+    assert list(reconciler.holds()) == ["l4"]
+    late = reconciler.launch("l4", 1)[0][0]  # e.g. one launched before the hold
+    report(reconciler, late.id)
+    reconciler.tick()
+    assert reconciler.holds() == {} and reconciler.streaks() == {}
+    (released,) = events(reconciler, "released")
+    assert released.message == (
+        f"replacing l4 again: {late.id} came up (it was held after 3 nodes in a row never reported)"
+    )
