@@ -5,11 +5,12 @@ demand, and the node simulator of an emulated cluster."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autoscaler.cluster import Cluster, ClusterError
 from autoscaler.reconciler import TickResult
+from autoscaler.report_channel import REPORT_PORT, ReportTarget, cluster_secret
 from providers.base import (
     NODE_KIND_HEAD,
     TAG_NODE_KIND,
@@ -85,6 +86,10 @@ def up(
         _node_configs(cluster), cluster.config.head_node_type
     )
     step("head node")
+    if cluster.config.head_node_type is not None:  # the head's monitor receives the reports
+        cluster.report = ReportTarget(cluster_secret(cluster.name))
     head, created = ensure_head(cluster)
+    if cluster.report is not None and head is not None and head.internal_ip:
+        cluster.report = replace(cluster.report, url=f"http://{head.internal_ip}:{REPORT_PORT}")
     step("workers")
     return UpResult(head, created, cluster.reconciler().tick(), account)

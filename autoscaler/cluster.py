@@ -14,6 +14,7 @@ from pathlib import Path
 from autoscaler.config import ClusterConfig
 from autoscaler.ray_cluster.client import RayCluster
 from autoscaler.reconciler import Reconciler
+from autoscaler.report_channel import ReportTarget
 from autoscaler.state import StateStore
 from providers.base import NodeProvider
 from providers.local_state import cluster_state_dir
@@ -33,13 +34,17 @@ class Cluster:
     clock: Callable[[], float] = time.time
     ray: RayCluster | None = None
     """The Ray cluster whose work drives this one (``monitor --ray-address``)."""
+    report: ReportTarget | None = None
+    """Where launched nodes send their reports (the monitor's endpoint, the secret)."""
 
     @property
     def name(self) -> str:
         return self.config.spec.cluster_name
 
     def reconciler(self) -> Reconciler:
-        return Reconciler(self.config, self.provider, self.store, self.clock, ray=self.ray)
+        return Reconciler(
+            self.config, self.provider, self.store, self.clock, ray=self.ray, report=self.report
+        )
 
     def close(self) -> None:
         self.store.close()

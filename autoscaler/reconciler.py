@@ -71,6 +71,7 @@ from autoscaler.ray_cluster.report import (
 )
 from autoscaler.ray_cluster.state import DRAINING, RayNode, RayState, parse_instance_key
 from autoscaler.report import NodeReport, decode
+from autoscaler.report_channel import ReportTarget
 from autoscaler.state import (
     FAILED_INTENT,
     LAUNCHED_INTENT,
@@ -208,9 +209,12 @@ class Reconciler:
         clock: Callable[[], float] = time.time,
         launches_per_tick: int = LAUNCHES_PER_TICK,
         ray: RayCluster | None = None,
+        report: ReportTarget | None = None,
     ) -> None:
         self.config = config
         self.ray = ray
+        self.report = report
+        """Where launched nodes report (the monitor's endpoint and the cluster's secret)."""
         self.provider = provider
         self.store = store
         self.clock = clock
@@ -266,8 +270,9 @@ class Reconciler:
         recorded = {intent.request_id for intent in intents}
         views, changes, adopted, newly_running = [], [], [], []
         in_ray = _ray_nodes_by_instance(ray_state)
+        sent = self.store.reports()  # what agents sent to the monitor's report endpoint
         for node in nodes:
-            view = self._view(node, now, in_ray)
+            view = self._view(node, now, in_ray, sent.get(node.id, {}))
             previous = known.get(node.id)
             if previous is not None and (
                 previous[1] == view.state or {previous[1], view.state} <= BOOTING
@@ -305,10 +310,14 @@ class Reconciler:
             raise
 
     def _view(
-        self, node: ProviderNode, now: float, in_ray: Mapping[tuple[str, int], RayNode]
+        self,
+        node: ProviderNode,
+        now: float,
+        in_ray: Mapping[tuple[str, int], RayNode],
+        sent: Mapping[int, NodeReport],
     ) -> NodeView:
         hosts = range(max(1, len(node.hosts)))
-        reports = {host: report for host in hosts if (report := decode(node.tags, host))}
+        reports = {host: report for host in hosts if (report := _newest(node, host, sent))}
         node_type = node.tags.get(TAG_NODE_TYPE, "")
         spec = self.config.spec.available_node_types.get(node_type)
         ray_nodes = {host: in_ray[node.id, host] for host in hosts if (node.id, host) in in_ray}
@@ -642,6 +651,7 @@ class Reconciler:
             node_type,
             self.ray.address if self.ray else self.config.spec.ray_address,
             head_config=self.config.to_yaml() if head else None,
+            report=self.report,
         )
         return self.provider.cloud.with_boot_script(self.config.launch_config(node_type), script)
 
@@ -836,6 +846,12 @@ class Reconciler:
     ) -> None:
         logger.info("%s: %s", kind, message)
         self.store.add_event(Event(self.clock(), kind, message, node_type, node_id, data))
+
+
+def _newest(node: ProviderNode, host: int, sent: Mapping[int, NodeReport]) -> NodeReport | None:
+    """A host's latest report: sent to the monitor's endpoint, or written into its tags."""
+    found = [r for r in (sent.get(host), decode(node.tags, host)) if r is not None]
+    return max(found, key=lambda report: report.reported_at, default=None)
 
 
 def _utc(at: float) -> str:

@@ -17,28 +17,53 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import secrets
 import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from autoscaler.report import NodeReport
 from autoscaler.state import StateStore
+from providers.local_state import cluster_state_dir
 
 logger = logging.getLogger(__name__)
 
 REPORT_PATH = "/v1/reports"
+REPORT_PORT = 8077
+"""Where the monitor on the head serves reports (the cluster's private network)."""
+SECRET_FILE = "report-secret"
 MAX_SKEW_S = 300.0
 """How old (or early) a signed request may be."""
 MAX_BODY = 64 * 1024
 TIMEOUT_S = 5.0
 
 
-def new_secret() -> str:
-    return secrets.token_urlsafe(32)
+@dataclass(frozen=True)
+class ReportTarget:
+    """Where launched nodes send reports: the cluster's secret, and the monitor's endpoint as
+    workers reach it (None: not known yet, so workers write their tags)."""
+
+    secret: str
+    url: str | None = None
+
+
+def cluster_secret(cluster_name: str) -> str:
+    """The cluster's report secret, made on first use and kept (owner-only) in its state
+    folder, where `up` gives it to the head in its boot data."""
+    path = cluster_state_dir(cluster_name) / SECRET_FILE
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as file:
+            file.write(secrets.token_urlsafe(32))
+        return path.read_text().strip()
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -87,8 +112,7 @@ class ReportServer:
         self._store = StateStore(state_path)
         self._lock = threading.Lock()
         self.received = 0
-        self._server = ThreadingHTTPServer((host, port), _handler(self))
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), _handler(self))
         self._thread: threading.Thread | None = None
 
     @property
@@ -127,6 +151,12 @@ class ReportServer:
             self._store.save_report(node_id, host, report, self.clock())
             self.received += 1
         return 204
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+    """Connections waiting to be accepted: thousands of agents report in bursts."""
 
 
 def _handler(server: ReportServer) -> type[BaseHTTPRequestHandler]:

@@ -19,10 +19,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from autoscaler.cluster_ops import open_cluster, teardown, up
 from planner_problems import demand, problem
 
+from autoscaler.bring_up import up
+from autoscaler.cluster import open_cluster
 from autoscaler.config import load_cluster_config
+from autoscaler.teardown import teardown
 from providers.base import TAG_NODE_KIND, TAG_NODE_TYPE
 
 AMI = "ami-1e749f67"

@@ -191,14 +191,32 @@ def request(cluster_yaml: str, demand_source: str | None, bundles: str | None) -
     help="Scale for this Ray cluster (its head's host:port; default $RAY_ADDRESS, then the "
     "YAML's ray_address): its pending work is the demand, its nodes the capacity.",
 )
+@click.option(
+    "--report-port",
+    type=click.IntRange(0, 65535),
+    help="Serve the nodes' report endpoint on this port (all interfaces).",
+)
+@click.option(
+    "--report-address",
+    help="The address launched nodes reach the report endpoint at (with --report-port).",
+)
+@click.option(
+    "--report-secret-file",
+    type=click.Path(dir_okay=False),
+    help="The cluster's report secret (default: the one `up` made for this cluster).",
+)
 def monitor(
     cluster_yaml: str,
     once: bool,
     interval: float,
     metrics_port: int | None,
     ray_address: str | None,
+    report_port: int | None,
+    report_address: str | None,
+    report_secret_file: str | None,
 ) -> None:
-    """Run the reconcile loop: one summary line per round; Ctrl-C stops."""
+    """Run the reconcile loop: one summary line per round; Ctrl-C stops. With
+    --report-port it also receives the nodes' reports (the monitor on the head does)."""
     from autoscaler.metrics import Metrics
     from autoscaler.monitor import run_rounds, summarize
 
@@ -220,6 +238,11 @@ def monitor(
 
     with _cluster(cluster_yaml) as cluster:
         cluster.ray = _ray_cluster(ray_address or cluster.config.spec.ray_address)
+        endpoint = None
+        if report_port is not None:
+            endpoint, cluster.report = _report_endpoint(
+                cluster, report_port, report_address, report_secret_file
+            )
         metrics = Metrics(cluster.config) if metrics_port is not None else None
         server = None
         if metrics is not None:
@@ -239,6 +262,28 @@ def monitor(
         finally:
             if server is not None:
                 server.shutdown()
+            if endpoint is not None:
+                endpoint.stop()
+
+
+def _report_endpoint(cluster, port: int, address: str | None, secret_file: str | None):
+    """The report endpoint (started) and where launched nodes reach it."""
+    from autoscaler.cluster import state_path
+    from autoscaler.report_channel import ReportServer, ReportTarget, cluster_secret
+
+    try:
+        secret = Path(secret_file).read_text().strip() if secret_file else None
+    except OSError as err:
+        raise InputError(f"--report-secret-file: {err.strerror or err}") from None
+    secret = secret or cluster_secret(cluster.name)
+    try:
+        endpoint = ReportServer(state_path(cluster.name), secret, port=port).start()
+    except OSError as err:
+        raise click.ClickException(f"cannot serve reports on port {port}: {err}") from None
+    served = endpoint.url.rsplit(":", 1)[1]
+    url = f"http://{address}:{served}" if address else None
+    click.echo(f"reports on port {served}" + (f" (nodes send to {url})" if url else ""), err=True)
+    return endpoint, ReportTarget(secret, url)
 
 
 def _ray_cluster(address: str | None):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -278,6 +279,12 @@ def status(as_json: bool) -> None:
 @click.option("--interval", type=click.FloatRange(min=0.1), default=5.0, show_default=True)
 @click.option("--once", is_flag=True, help="Report once and exit.")
 @click.option("--ray-start", is_flag=True, help="Run `ray start` with the detected resources.")
+@click.option("--report-url", help="The monitor's report endpoint (else: the node's own tags).")
+@click.option(
+    "--report-secret-file",
+    type=click.Path(dir_okay=False),
+    help="The cluster's report secret (with --report-url).",
+)
 def agent(
     cluster_name: str,
     provider_json: str,
@@ -286,20 +293,36 @@ def agent(
     interval: float,
     once: bool,
     ray_start: bool,
+    report_url: str | None,
+    report_secret_file: str | None,
 ) -> None:
-    """Report this node's accelerators, leases and idle time to the cluster."""
+    """Report this node's accelerators, leases and idle time to the cluster: to the monitor's
+    report endpoint (no cloud API calls), or into the node's own tags."""
     from accel.ledger import default_state_dir
     from accel.probe import HostProbe
-    from autoscaler.agent import NodeAgent, tag_publisher
-    from providers import get_provider
+    from autoscaler.agent import INTO_TAGS, TO_THE_MONITOR, NodeAgent, tag_publisher
 
-    try:
-        provider_config = json.loads(provider_json)
-    except json.JSONDecodeError as err:
-        raise click.UsageError(f"--provider-config: not valid JSON ({err.msg})") from err
-    provider = get_provider(provider_config, cluster_name)
+    if report_url:
+        from autoscaler.report_channel import http_publisher
+
+        if not report_secret_file:
+            raise click.UsageError("--report-url needs --report-secret-file")
+        try:
+            secret = Path(report_secret_file).read_text().strip()
+        except OSError as err:
+            raise click.UsageError(f"--report-secret-file: {err.strerror or err}") from None
+        publish, policy = http_publisher(report_url, secret, node_id, host), TO_THE_MONITOR
+    else:
+        from providers import get_provider
+
+        try:
+            provider_config = json.loads(provider_json)
+        except json.JSONDecodeError as err:
+            raise click.UsageError(f"--provider-config: not valid JSON ({err.msg})") from err
+        provider = get_provider(provider_config, cluster_name)
+        publish, policy = tag_publisher(provider, node_id, host), INTO_TAGS
     probe = HostProbe.from_host()
-    reporter = NodeAgent(tag_publisher(provider, node_id, host), probe, default_state_dir())
+    reporter = NodeAgent(publish, probe, default_state_dir(), policy=policy)
     if ray_start:
         _start_ray(_inventory(), node_id, host)
     if once:

@@ -15,8 +15,11 @@ negative reduced cost, until none is found or a fixed round count is reached. Fe
 a second phase prices each new unit at :data:`NODE_TOLERANCE` of the average unit cost, so
 bigger units win ties. Integer plan: the units the LP takes whole are kept; the remainder
 (a few units per basic pattern) gets its own column generation, seeded with small
-single-item units, and a MIP (deterministic node limit) over all patterns. Nothing depends
-on wall-clock time; a time limit is only a last-resort guard, reported when hit.
+single-item units, and a MIP (deterministic node limit) over all patterns. Small plans
+(:data:`EXACT_UNITS`): every kind is also priced exactly (:mod:`~autoscaler.planner.knapsack`),
+which gives Lagrangian cost bounds (:class:`DualBound`), and a dive makes a second integer
+plan; the better one after :mod:`~autoscaler.planner.improve` is kept. Nothing depends on
+wall-clock time; a time limit is only a last-resort guard, reported when hit.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 
 from autoscaler.planner.capacity import Bin
 from autoscaler.planner.items import Item
+from autoscaler.planner.knapsack import best_unit
 
 MAX_ROUNDS = 60
 """Column-generation rounds at most (deterministic)."""
@@ -49,6 +53,19 @@ fraction of its cost for launching fewer, bigger units."""
 TIE_BREAK = 1e-3
 """Per-unit surcharge, as a fraction of the cheapest price, so equal-cost patterns favour
 bigger units (it changes any plan's cost by at most this fraction)."""
+
+
+EXACT_UNITS = 150
+"""Exact pricing (:mod:`~autoscaler.planner.knapsack`) when the cheapest fractional plan has
+at most this many new units: there rounding and missed patterns weigh most, and the
+Lagrangian bounds it yields are what make small plans' bounds tight."""
+EXACT_ROUNDS = 6
+"""Rounds of exact pricing per phase at most (deterministic)."""
+DIVE_STEPS = 80
+"""Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
+(at least one), plan the rest again with patterns made for what is left, at most this many
+times; then a MIP over every pattern seen, started from the dive's plan."""
+"""Rounds of exact pricing per phase at most (deterministic)."""
 
 
 @dataclass(eq=False)
@@ -86,6 +103,39 @@ class Pattern:
         return counts
 
 
+@dataclass(frozen=True)
+class DualBound:
+    """One Lagrangian relaxation of "place every copy of the demand": item values (their sum
+    over the demand is ``value``) and, per kind, a bound on what one unit of it can hold at
+    those values (``unit_values``, exact knapsacks)."""
+
+    value: float
+    unit_values: tuple[tuple[int, float], ...]
+
+    def cost_bound(self, kinds: Sequence[Kind], budget: float) -> float | None:
+        """No plan placing the demand costs less: sum of values minus, per kind whose unit
+        can hold more than it costs, the excess times the most units a plan costing at most
+        ``budget`` can take of it (None: unbounded)."""
+        total = self.value
+        for index, value in self.unit_values:
+            kind = kinds[index]
+            excess = value - kind.cost
+            if excess > 1e-12:
+                units = _unit_cap(kind, budget)
+                if units is None:
+                    return None
+                total -= units * excess
+        return total
+
+
+def _unit_cap(kind: Kind, budget: float) -> float | None:
+    """Units of ``kind`` any plan costing at most ``budget`` takes at most (None: unbounded)."""
+    caps = [float(kind.limit)] if kind.limit is not None else []
+    if kind.cost > 0:
+        caps.append(max(budget, 0.0) / kind.cost)
+    return min(caps) if caps else None
+
+
 @dataclass
 class Result:
     kinds: list[Kind]
@@ -94,6 +144,8 @@ class Result:
     """Patterns and how many units of each."""
     unplaced: dict[int, int]
     notes: list[str]
+    dual_bounds: list[DualBound] = field(default_factory=list)
+    """Lagrangian relaxations of placing the whole demand (exact pricing only)."""
 
 
 # Packing one unit -------------------------------------------------------------------------
@@ -212,7 +264,9 @@ class Master:
         for item in items:  # copies left unplaced (whole gangs), at a penalty per bundle
             key = ("item", item.index) if item.spread_group is None else ("gang", item.spread_group)
             rows_of.setdefault(key, []).append(self.row_of[item.index])
+        self.slack_rows: list[list[int]] = []
         for rows in rows_of.values():
+            self.slack_rows.append(rows)
             self.slack_cols.append(h.getNumCol())
             h.addCol(
                 penalty * len(rows),
@@ -298,9 +352,31 @@ class Master:
                 len(self.cols), np.array(self.cols, np.int32), np.array(costs, np.float64)
             )
 
-    def solve_integer(self, notes: list[str], absolute_gap: float = 0.0) -> list[int]:
+    def bound_rows(
+        self,
+        demand: Mapping[int, int],
+        limits: Mapping[int, int | None],
+        global_room: int | None,
+    ) -> None:
+        """Cover only ``demand`` and allow only these unit counts (for a dive)."""
+        inf = self.highspy.kHighsInf
+        for index, row in self.row_of.items():
+            self.h.changeRowBounds(row, float(demand.get(index, 0)), inf)
+        for index, row in self.limit_row.items():
+            self.h.changeRowBounds(row, -inf, float(limits[index]))
+        if self.global_row is not None:
+            self.h.changeRowBounds(self.global_row, -inf, float(global_room))
+
+    def solve_integer(
+        self,
+        notes: list[str],
+        absolute_gap: float = 0.0,
+        start: Mapping[Pattern, int] | None = None,
+        demand: Mapping[int, int] | None = None,
+    ) -> list[int]:
         """Units per pattern: the integer plan of least cost plus surcharges over the
-        generated patterns (falls back to the LP solution rounded down)."""
+        generated patterns (falls back to the LP solution rounded down). ``start``: a plan
+        the search starts from (units per pattern, covering ``demand`` but for whole gangs)."""
         highspy = self.highspy
         h = self.h
         lp_values = list(h.getSolution().col_value)
@@ -313,11 +389,31 @@ class Master:
         h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
         h.setOptionValue("mip_allow_restart", False)
         h.setOptionValue("mip_max_nodes", MIP_MAX_NODES)
+        if start is not None and demand is not None:
+            self._start(start, demand)
         values = self._run_mip(notes, "integer plan")
         if values is None:
             notes.append("no integer plan over the patterns: LP solution rounded down")
             return [math.floor(lp_values[c] + 1e-9) for c in self.cols]
         return [round(values[c]) for c in self.cols]
+
+    def _start(self, start: Mapping[Pattern, int], demand: Mapping[int, int]) -> None:
+        values = [0.0] * self.h.getNumCol()
+        position = {pattern: col for pattern, col in zip(self.patterns, self.cols, strict=True)}
+        for pattern, units in start.items():
+            values[position[pattern]] = float(units)
+        covered = _covered(start)
+        for col, rows in zip(self.slack_cols, self.slack_rows, strict=True):
+            short = [
+                demand.get(index, 0) - covered.get(index, 0)
+                for index, row in self.row_of.items()
+                if row in rows
+            ]
+            values[col] = float(max([0, *short]))
+        solution = self.highspy.HighsSolution()
+        solution.col_value = values
+        solution.value_valid = True
+        self.h.setSolution(solution)
 
     def _run_mip(self, notes: list[str], what: str) -> list[float] | None:
         h = self.h
@@ -375,46 +471,32 @@ def generate(
         _seed(master, kinds, item, caps, 1)
 
     rounds = _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+    lp_cost, lp_units = master.lp_cost_and_units()
+    exact = lp_units <= EXACT_UNITS
+    dual_bounds: list[DualBound] = []
+    if exact:
+        dual_bounds += _exact_rounds(master, kinds, share_of, caps, by_index, cost_phase=True)
+        lp_cost, lp_units = master.lp_cost_and_units()
     # Fewer nodes: price each new unit at NODE_TOLERANCE of the average unit cost of the
     # cheapest (fractional) plan, generate the patterns that favours.
-    lp_cost, lp_units = master.lp_cost_and_units()
     if lp_units > 0 and lp_cost > 0:
         master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
         rounds += _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+        if exact:
+            dual_bounds += _exact_rounds(master, kinds, share_of, caps, by_index)
 
-    # Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
-    # pattern) is planned again with patterns generated for it, then solved as a MIP.
-    taken: dict[Pattern, int] = {}
-    for pattern, value in zip(master.patterns, master.lp_values(), strict=True):
-        if math.floor(value + 1e-9) > 0:
-            taken[pattern] = math.floor(value + 1e-9)
-    covered = _covered(taken)
-    rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
-    if rest:
-        used: dict[int, int] = {}
-        for pattern, units in taken.items():
-            used[pattern.kind] = used.get(pattern.kind, 0) + units
-        rest_limits = {
-            k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds
-        }
-        rest_room = None
-        if global_room is not None:
-            rest_room = global_room - sum(u for k, u in used.items() if kinds[k].new)
-        rest_items = [by_index[i] for i in sorted(rest)]
-        residual = Master(
-            rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge
-        )
-        for pattern in master.patterns:
-            residual.add(pattern)
-        for item in rest_items:  # small units for what is left: each item alone
-            _seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
-        rounds += _column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
-        for pattern, units in zip(
-            residual.patterns, residual.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
-        ):
-            if units > 0:
-                taken[pattern] = taken.get(pattern, 0) + units
-    if rounds >= 3 * MAX_ROUNDS:
+    from autoscaler.planner.improve import improve  # it packs with this module's helpers
+
+    args = (master, items, demand, kinds, limits, global_room, penalty, share_of, notes)
+    plans = [_round(*args)]
+    if exact:  # a second integer plan by diving; the better one (after improvement) is kept
+        plans.append(_dive(*args))
+    plans = [
+        dict(improve(list(p.items()), kinds, by_index, demand, global_room, master.surcharge))
+        for p in plans
+    ]
+    taken = min(plans, key=lambda p: _objective(master, p, demand))
+    if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
     chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
     covered = _covered(taken)
@@ -423,7 +505,142 @@ def generate(
         for index in by_index
         if covered.get(index, 0) < demand[index]
     }
-    return Result(kinds, chosen, unplaced, notes)
+    return Result(kinds, chosen, unplaced, notes, dual_bounds)
+
+
+def _round(master, items, demand, kinds, limits, global_room, penalty, share_of, notes):
+    """Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
+    pattern) is planned again with patterns generated for it, then solved as a MIP."""
+    by_index = {item.index: item for item in items}
+    lp_cost, _ = master.lp_cost_and_units()
+    taken: dict[Pattern, int] = {}
+    for pattern, value in zip(master.patterns, master.lp_values(), strict=True):
+        if math.floor(value + 1e-9) > 0:
+            taken[pattern] = math.floor(value + 1e-9)
+    covered = _covered(taken)
+    rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
+    if not rest:
+        return taken
+    used: dict[int, int] = {}
+    for pattern, units in taken.items():
+        used[pattern.kind] = used.get(pattern.kind, 0) + units
+    rest_limits = {
+        k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds
+    }
+    rest_room = None
+    if global_room is not None:
+        rest_room = global_room - sum(u for k, u in used.items() if kinds[k].new)
+    rest_items = [by_index[i] for i in sorted(rest)]
+    residual = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
+    for pattern in master.patterns:
+        residual.add(pattern)
+    for item in rest_items:  # small units for what is left: each item alone
+        _seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
+    _column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
+    for pattern, units in zip(
+        residual.patterns, residual.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
+    ):
+        if units > 0:
+            taken[pattern] = taken.get(pattern, 0) + units
+    return taken
+
+
+def _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, notes):
+    """Integer plan by diving: fix the units the LP takes whole, and where it takes none the
+    pattern it takes most of; plan what is left again (patterns made for it); repeat. Then a
+    MIP over every pattern seen, started from the dive's plan, may combine them better."""
+    lp_cost, _ = master.lp_cost_and_units()
+    dive = Master(items, demand, kinds, limits, global_room, penalty, master.surcharge)
+    for pattern in master.patterns:
+        dive.add(pattern)
+    fixed: dict[Pattern, int] = {}
+    for _ in range(DIVE_STEPS):
+        covered = _covered(fixed)
+        rest = {i: max(0, n - covered.get(i, 0)) for i, n in demand.items()}
+        if not any(rest.values()):
+            break
+        used: dict[int, int] = {}
+        for pattern, units in fixed.items():
+            used[pattern.kind] = used.get(pattern.kind, 0) + units
+        rest_limits = {
+            k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds
+        }
+        rest_room = None
+        if global_room is not None:
+            rest_room = global_room - sum(u for k, u in used.items() if kinds[k].new)
+        dive.bound_rows(rest, rest_limits, rest_room)
+        for item in items:
+            if rest[item.index]:
+                _seed(dive, kinds, item, rest, 1)
+        _column_generation(dive, kinds, share_of, rest, MAX_ROUNDS)
+        values = dive.lp_values()
+        step = {
+            pattern: math.floor(value + 1e-6)
+            for pattern, value in zip(dive.patterns, values, strict=True)
+            if value > 1 - 1e-6
+        }
+        if not step:
+            best = max(range(len(values)), key=lambda c: (values[c], -c), default=None)
+            if best is None or values[best] < 1e-6:
+                break  # what is left stays unplaced (limits)
+            step = {dive.patterns[best]: 1}
+        for pattern, units in step.items():
+            fixed[pattern] = fixed.get(pattern, 0) + units
+    final = Master(items, demand, kinds, limits, global_room, penalty, master.surcharge)
+    for pattern in dive.patterns:
+        final.add(pattern)
+    final.solve_lp()
+    units = final.solve_integer(notes, MIP_REL_GAP * lp_cost, start=fixed, demand=demand)
+    chosen = {p: u for p, u in zip(final.patterns, units, strict=True) if u > 0}
+    return (
+        chosen if _objective(final, chosen, demand) <= _objective(final, fixed, demand) else fixed
+    )
+
+
+def _objective(master: Master, chosen: Mapping[Pattern, int], demand: Mapping[int, int]) -> float:
+    """Cost plus surcharges plus the penalty of what is left unplaced."""
+    covered = _covered(chosen)
+    cost = sum(master.unit_cost(master.kinds[p.kind]) * u for p, u in chosen.items())
+    short = sum(max(0, n - covered.get(i, 0)) for i, n in demand.items())
+    return cost + 1000.0 * max([k.cost for k in master.kinds] + [1.0]) * short
+
+
+def _exact_rounds(
+    master: Master,
+    kinds: Sequence[Kind],
+    share_of: Mapping[tuple[int, int], tuple[float, float]],
+    caps: Mapping[int, int],
+    by_index: Mapping[int, Item],
+    cost_phase: bool = False,
+) -> list[DualBound]:
+    """Price every kind exactly (after the greedy pricing found nothing): add the patterns
+    with a negative reduced cost, then the greedy search again; a Lagrangian relaxation per
+    round. Stops when exact pricing finds nothing (the LP is then optimal over all patterns)
+    or after :data:`EXACT_ROUNDS` rounds."""
+    found: list[DualBound] = []
+    for _ in range(EXACT_ROUNDS):
+        item_duals, kind_duals, _ = master.solve_lp()
+        value = sum(item_duals[i] * caps[i] for i in caps if i in item_duals)
+        unit_values = []
+        added = 0
+        for kind in kinds:
+            unit = best_unit(kind.hosts, kind.items, item_duals, caps, kind.needs_anchor, fit)
+            unit_values.append((kind.index, unit.value_bound))
+            if unit.contents is None:
+                continue
+            pattern = Pattern(kind.index, unit.contents)
+            if replay(kind, pattern, by_index) is None:
+                continue
+            worth = sum(item_duals[i] * n for i, n in pattern.totals().items())
+            reduced = master.unit_cost(kind) - worth - kind_duals[kind.index]
+            if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
+                added += 1
+        if cost_phase:
+            found.append(DualBound(value, tuple(unit_values)))
+        if not added:
+            break
+        _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+    return found
 
 
 def _seed(

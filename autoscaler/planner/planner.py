@@ -12,12 +12,14 @@
 3. Column generation over *patterns* (what one unit holds, packed host by host with exact
    per-device accounting) finds the cheapest mix; a MIP over the generated patterns makes it
    integer, and a second one takes the fewest units within 0.5% of that cost
-   (``patterns``).
+   (``patterns``). Small plans also get exact pricing (``knapsack``), a second integer plan
+   by diving, and local improvement of the better one (``improve``).
 4. The chosen units are realised as they were packed; copies beyond the demand are trimmed,
    STRICT_SPREAD gangs are kept whole or not at all, and anything still unplaced is packed
    into the room left (again by patterns) before it is reported.
 5. An LP over the same kinds bounds the cost and the unit count of any plan placing as
-   much under the policy in force (``bound``).
+   much under the policy in force (``bound``); where exact pricing ran and everything is
+   placed, its Lagrangian relaxations may raise the cost bound.
 6. Limits (max_workers, upscaling_speed) hold launches back; the plan says what and why.
 """
 
@@ -125,9 +127,15 @@ def plan(request: PlanRequest) -> Plan:
         sum(launch.count for launch in launches if launch.reason == "demand"),
     )
     notes.extend(bounds.notes)
-    lower = min(cost, min_cost + bounds.cost)
+    cost_bound, unit_bound = bounds.cost, bounds.units
+    if all(missing <= 0 for missing in unplaced.values()) and realised.dual_bounds:
+        # Exact pricing ran: its Lagrangian relaxations bound plans placing the whole demand.
+        kinds_used, duals = realised.dual_bounds
+        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
+        cost_bound = max([cost_bound] + [c for c in costs if c is not None])
+    lower = min(cost, min_cost + cost_bound)
     node_count = sum(launch.count for launch in launches)
-    node_bound = min(node_count, sum(min_launches.values()) + bounds.units)
+    node_bound = min(node_count, sum(min_launches.values()) + unit_bound)
     unknown = sorted(
         {launch.node_type for launch in launches if types[launch.node_type].price is None}
     )
@@ -275,10 +283,13 @@ class _Realisation:
         self.global_room = global_room
         self.notes = notes
         self.groups: list[_Group] = []
+        self.dual_bounds: tuple[list[Kind], list] | None = None
 
     def run(self, demand: Mapping[int, int]) -> None:
         result = generate(list(self.items.values()), demand, self.kinds, self.global_room)
         self.notes.extend(result.notes)
+        if result.dual_bounds:
+            self.dual_bounds = (result.kinds, result.dual_bounds)
         self._add(result.kinds, result.chosen)
         self._trim(demand)
         self._dissolve_anchorless()

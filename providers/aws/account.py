@@ -1,8 +1,8 @@
 """What `up` makes in an AWS account for one cluster, least privilege, and `down --purge`
 removes: an IAM role and instance profile for the head (what the monitor needs, limited to
 instances carrying the cluster tag), one for workers only when their report channel needs a
-permission, and a security group open within the cluster (plus Ray's ``IpPermissions``,
-e.g. SSH, only where the config asks).
+permission (a cluster without a head: reports in tags), and a security group open within
+the cluster (plus Ray's ``IpPermissions``, e.g. SSH, only where the config asks).
 
 Everything made is tagged with the cluster; what exists under our name without the tag is
 never changed or deleted. Node configs that name their own ``IamInstanceProfile`` or
@@ -127,9 +127,9 @@ def head_policy(cluster: str, worker_role_arn: str | None) -> dict[str, Any]:
     return {"Version": "2012-10-17", "Statement": statements}
 
 
-def worker_policy(cluster: str) -> dict[str, Any] | None:
-    """The workers' permissions: only what their report channel needs (their agent writes
-    its report into its own instance's tags: tag instances of this cluster, describe)."""
+def worker_policy(cluster: str) -> dict[str, Any]:
+    """The permissions of workers of a cluster without a head: their agent writes its report
+    into its own instance's tags (tag instances of this cluster, describe)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -173,9 +173,9 @@ class AwsAccount:
         """Make (or find) what the node configs need; idempotent."""
         made: list[AccountResource] = []
         worker_arn = None
-        if worker_policy(self.cluster) is not None and any(
-            not _own_profile(c) for name, c in node_configs.items() if name != head_type
-        ):
+        if head_type is None and any(not _own_profile(c) for c in node_configs.values()):
+            # Without a head, workers report into their own tags; with one, to its monitor,
+            # and then they need no permission at all (and get no role).
             worker_arn = self._role(NODE_KIND_WORKER, worker_policy(self.cluster), made)
         head = node_configs.get(head_type) if head_type else None
         if head is not None and not _own_profile(head):

@@ -4,6 +4,7 @@ import json
 import shlex
 
 from autoscaler.bootstrap import agent_script
+from autoscaler.report_channel import ReportTarget
 from providers import cloud_for
 
 AWS = {"type": "aws", "region": "us-east-1", "endpoint_url": None}
@@ -85,6 +86,44 @@ def test_a_ray_head_starts_ray_and_the_monitor_with_its_cluster_yaml():
     assert "RAY_ADDRESS" not in script  # the head's agent starts the Ray head itself
     body = script.split("<<'ACCEL_AUTOSCALER_CLUSTER_YAML'\n", 1)[1]
     assert body.split("\nACCEL_AUTOSCALER_CLUSTER_YAML\n", 1)[0] == cluster_yaml.rstrip()
-    (monitor,) = [line for line in script.splitlines() if line.startswith("nohup autoscale mon")]
-    assert '--ray-address "$HEAD_IP:6379"' in monitor
+    (monitor,) = [line for line in script.splitlines() if line.startswith("ExecStart=")]
+    assert "--ray-address $HEAD_IP:6379" in monitor
     assert "/etc/accel-autoscaler/cluster.yaml" in monitor
+
+
+def test_the_head_runs_the_monitor_as_a_service_that_receives_reports():
+    script = agent_script(
+        "demo",
+        AWS,
+        cloud_for("aws").node_identity_script,
+        "accel-autoscaler",
+        head_config="cluster_name: demo\n",
+        report=ReportTarget("s3cret"),
+    )
+    _syntax_ok(script)
+    lines = script.splitlines()
+    unit = lines[lines.index("[Unit]") : lines.index("UNIT", lines.index("[Unit]"))]
+    assert "Restart=on-failure" in unit
+    assert "StandardOutput=append:/var/log/accel-autoscaler/monitor.log" in unit
+    (start,) = [line for line in unit if line.startswith("ExecStart=")]
+    assert start.startswith("ExecStart=$AUTOSCALE monitor /etc/accel-autoscaler/cluster.yaml")
+    assert "--report-port 8077 --report-secret-file /etc/accel-autoscaler/report-secret" in start
+    assert "--report-address $HEAD_IP" in start
+    assert "systemctl enable --now accel-autoscaler-monitor.service" in lines
+    assert "(umask 077 && printf '%s' s3cret > /etc/accel-autoscaler/report-secret)" in lines
+    (agent,) = [line for line in lines if line.startswith("nohup autoscale node agent")]
+    assert "--report-url http://127.0.0.1:8077" in agent  # the head reports to itself
+    assert lines.index("systemctl enable --now accel-autoscaler-monitor.service") < lines.index(
+        agent
+    )
+
+
+def test_workers_report_to_the_head_or_else_into_their_tags():
+    identity = cloud_for("aws").node_identity_script
+    to_head = agent_script(
+        "demo", AWS, identity, "pkg", report=ReportTarget("s3cret", "http://10.0.0.5:8077")
+    )
+    assert "--report-url http://10.0.0.5:8077 --report-secret-file" in to_head
+    assert "systemctl" not in to_head and "autoscale monitor" not in to_head
+    unknown_head = agent_script("demo", AWS, identity, "pkg", report=ReportTarget("s3cret"))
+    assert "--report-url" not in unknown_head and "s3cret" not in unknown_head

@@ -212,13 +212,13 @@ def test_nodes_are_not_bought_with_a_real_cost_increase():
 
 
 # Determinism and quality on generated problems ------------------------------------------------
-def generated(scale: int, kind: str):
+def generated(scale: int, kind: str, seed: int = 0):
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
     from planner_problems import mixed_problem
 
     from autoscaler.demand import parse_demand
 
-    cluster_doc, demand_doc = mixed_problem(scale, kind)
+    cluster_doc, demand_doc = mixed_problem(scale, kind, seed)
     config = parse_cluster_config(cluster_doc)
     return PlanRequest(config.node_types(), parse_demand(demand_doc), (), config.limits())
 
@@ -249,3 +249,75 @@ def test_gangs_stay_whole_under_limits():
     (gangs,) = tight.infeasible  # no gang fits on two nodes; the CPU work still does
     assert gangs.count == 3
     assert sum(n for launch in tight.launches for _, n in launch.serves) == 2
+
+
+# Small plans: exact pricing, dive, local improvement (second round) ---------------------------
+M6I_LARGE = NodeType("m6i.large", {"CPU": 2, "memory": 8 * GIB}, 0.096)
+M6I_16 = NodeType("m6i.16xlarge", {"CPU": 64, "memory": 256 * GIB}, 3.072)
+
+
+def test_cpu_only_work_fills_big_nodes_of_a_flat_priced_family():
+    # Per vCPU the family is flat: mixed sizes of CPU tasks land on few big nodes, not on
+    # many small ones, and the plan costs no more than the cheapest small-node plan.
+    bundles = [({"CPU": 1}, 70), ({"CPU": 2, "memory": 8 * GIB}, 30), ({"CPU": 4}, 9)]
+    result = run([M6I_LARGE, CPU8, CPU32, M6I_16], bundles)
+    assert result.infeasible == ()
+    vcpus = 70 + 60 + 36
+    assert result.cost_per_hour <= (vcpus / 2) * M6I_LARGE.price * (1 + 0.005) + 1e-9
+    # 166 vCPUs at the flat price: two full 64-vCPU nodes, the 38 left on the fewest smaller
+    # ones (a third big node would cost 15% more).
+    assert result.launch_counts()["m6i.16xlarge"] == 2
+    assert result.node_count <= 6
+
+
+def test_local_improvement_never_makes_a_plan_dearer_or_drops_work():
+    from autoscaler.planner.improve import improve
+    from autoscaler.planner.items import assign_candidates, build_items
+    from autoscaler.planner.patterns import Kind, Pattern
+
+    types = [M6I_LARGE, CPU8]
+    demand = Demand((BundleDemand({"CPU": 1}, 4),))
+    items = build_items(demand, types)
+    assign_candidates(items, types)
+    kinds = [
+        Kind(i, t.name, t.price, None, (fresh_host(t, 0, -1),), True, items=items)
+        for i, t in enumerate(types)
+    ]
+    # Four half-empty 2-vCPU nodes: two hold it all.
+    chosen = [(Pattern(0, (((0, 1),),)), 4)]
+    better = improve(chosen, kinds, {0: items[0]}, {0: 4}, None, 0.001)
+    assert sum(p.totals()[0] * n for p, n in better) == 4
+    cost = sum(kinds[p.kind].cost * n for p, n in better)
+    assert cost == pytest.approx(2 * M6I_LARGE.price)
+    assert sum(n for _, n in better) == 2
+
+
+def test_exact_pricing_bounds_every_packing():
+    from autoscaler.planner.items import build_items
+    from autoscaler.planner.knapsack import best_unit
+    from autoscaler.planner.patterns import Kind, fit, pack
+
+    rng = random.Random(3)
+    gpu2 = NodeType("gpu2", {"CPU": 8, "memory": 32 * GIB, "GPU": 2}, 1.1)
+    shapes = [{"CPU": 1}, {"GPU": 0.6, "CPU": 1}, {"GPU": 0.5, "CPU": 1}, {"GPU": 1, "CPU": 2}]
+    items = build_items(Demand(tuple(BundleDemand(s, 4) for s in shapes)), [gpu2])
+    kind = Kind(0, "gpu2", 1.1, None, (fresh_host(gpu2, 0, -1),), True, items=items)
+    caps = {item.index: item.count for item in items}
+    for _ in range(20):
+        values = {item.index: rng.uniform(0, 1) for item in items}
+        unit = best_unit(kind.hosts, items, values, caps, False, fit)
+        for order in itertools.permutations(items):
+            pattern = pack(kind, list(order), caps)
+            worth = sum(values[i] * n for i, n in pattern.totals().items())
+            assert worth <= unit.value_bound + 1e-6
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("kind", ["flexible", "forced"])
+def test_small_generated_problems_are_within_three_percent_and_deterministic(kind, seed):
+    request = generated(200, kind, seed)
+    result = plan(request)
+    assert result.lower_bound_per_hour <= result.cost_per_hour
+    assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
+    assert [i for i in result.infeasible if "limited" in i.reason or "gang" in i.reason] == []
+    assert plan(request) == result

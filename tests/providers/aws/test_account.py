@@ -28,17 +28,15 @@ def _configs(ami: str, **head_extra) -> dict:
 
 def test_prepare_makes_each_resource_once_and_tags_it(provider, ami, iam, ec2):
     first = provider.prepare_account(_configs(ami), "head")
-    assert sorted((r.kind, r.created) for r in first) == [
-        ("iam-role", True),
-        ("iam-role", True),
-        ("instance-profile", True),
-        ("instance-profile", True),
-        ("security-group", True),
-    ]
+    assert sorted((r.kind, r.name, r.created) for r in first) == [
+        ("iam-role", "accel-alpha-head", True),
+        ("instance-profile", "accel-alpha-head", True),
+        ("security-group", "accel-alpha-nodes", True),
+    ]  # workers report to the head: they need no role at all
     again = provider.prepare_account(_configs(ami), "head")
     assert not any(r.created for r in again)
     assert {(r.kind, r.id) for r in again} == {(r.kind, r.id) for r in first}
-    assert len(iam.list_roles()["Roles"]) == 2
+    assert len(iam.list_roles()["Roles"]) == 1
     head = resource_name(CLUSTER, NODE_KIND_HEAD)
     assert {"Key": TAG_CLUSTER, "Value": CLUSTER} in iam.list_role_tags(RoleName=head)["Tags"]
     (group,) = [r for r in first if r.kind == "security-group"]
@@ -47,6 +45,19 @@ def test_prepare_makes_each_resource_once_and_tags_it(provider, ami, iam, ec2):
     within = described["IpPermissions"][0]
     assert within["IpProtocol"] == "-1" and within["UserIdGroupPairs"][0]["GroupId"] == group.id
     assert sorted(r.name for r in provider.account_resources()) == sorted(r.name for r in first)
+
+
+def test_without_a_head_workers_get_a_role_for_their_tag_reports_only(provider, ami, iam):
+    made = provider.prepare_account(_configs(ami), None)
+    worker = resource_name(CLUSTER, NODE_KIND_WORKER)
+    assert sorted(r.name for r in made if r.kind == "iam-role") == [worker]
+    document = iam.get_role_policy(RoleName=worker, PolicyName="accel-autoscaler")
+    policy = document["PolicyDocument"]
+    policy = policy if isinstance(policy, dict) else json.loads(policy)
+    actions = sorted(s["Action"] for s in policy["Statement"])
+    assert actions == ["ec2:CreateTags", "ec2:DescribeInstances"]
+    (tagging,) = [s for s in policy["Statement"] if s["Action"] == "ec2:CreateTags"]
+    assert tagging["Condition"]["StringEquals"] == {f"ec2:ResourceTag/{TAG_CLUSTER}": CLUSTER}
 
 
 def test_the_head_policy_is_limited_to_the_clusters_instances(provider, ami, iam):
@@ -61,7 +72,7 @@ def test_the_head_policy_is_limited_to_the_clusters_instances(provider, ami, iam
     assert by_sid["LaunchTagged"]["Condition"]["StringEquals"] == {
         f"aws:RequestTag/{TAG_CLUSTER}": CLUSTER
     }
-    assert by_sid["PassWorkerRole"]["Resource"].endswith(resource_name(CLUSTER, NODE_KIND_WORKER))
+    assert "PassWorkerRole" not in by_sid  # no worker role to pass
     assert not any(
         s["Resource"] == "*" and s["Action"] != ["ec2:Describe*"] for s in by_sid.values()
     )
@@ -78,12 +89,12 @@ def test_launches_use_the_profile_of_their_kind_and_the_group(provider, ami, ec2
         for r in ec2.describe_instances(InstanceIds=[head.id, worker.id])["Reservations"]
         for i in r["Instances"]
     }
-    for node, kind in ((head, NODE_KIND_HEAD), (worker, NODE_KIND_WORKER)):
-        instance = described[node.id]
-        profile = made["instance-profile" + resource_name(CLUSTER, kind)]
-        assert instance["IamInstanceProfile"]["Arn"] == profile.id
-        group = next(r for r in made.values() if r.kind == "security-group")
-        assert [g["GroupId"] for g in instance["SecurityGroups"]] == [group.id]
+    profile = made["instance-profile" + resource_name(CLUSTER, NODE_KIND_HEAD)]
+    assert described[head.id]["IamInstanceProfile"]["Arn"] == profile.id
+    assert "IamInstanceProfile" not in described[worker.id]  # workers need no permission
+    group = next(r for r in made.values() if r.kind == "security-group")
+    for node in (head, worker):
+        assert [g["GroupId"] for g in described[node.id]["SecurityGroups"]] == [group.id]
 
 
 def test_named_profiles_and_groups_are_kept_and_nothing_is_made_for_them(provider, ami, ec2):
@@ -109,10 +120,9 @@ def test_purge_removes_ours_only(provider, make_provider, ami, iam, ec2):
     other = make_provider(cluster="beta")
     other.prepare_account(_configs(ami), "head")
     deleted = provider.purge_account()
-    assert len(deleted) == 5
+    assert len(deleted) == 3
     assert provider.account_resources() == []
-    assert len(other.account_resources()) == 5
-    assert sorted(r["RoleName"] for r in iam.list_roles()["Roles"]) == [
-        resource_name("beta", NODE_KIND_HEAD),
-        resource_name("beta", NODE_KIND_WORKER),
+    assert len(other.account_resources()) == 3
+    assert [r["RoleName"] for r in iam.list_roles()["Roles"]] == [
+        resource_name("beta", NODE_KIND_HEAD)
     ]

@@ -1,0 +1,317 @@
+"""Local improvement of an integer plan: fewer and cheaper units, moves checked by packing.
+
+On small plans nearly every pattern is used once and the LP's rounding leaves units that a
+packer can empty or shrink. Each move re-packs real contents with
+:class:`~autoscaler.planner.capacity.Bin` (per-device shares, STRICT_SPREAD slots), keeps
+each item on the kinds it may use (accelerator conservation) and a launched accelerator unit
+anchored, and respects per-kind and global unit limits. A move is taken only when it lowers
+cost plus the per-unit surcharge (fewer units at nearly equal cost), so the plan never gets
+dearer; passes are bounded, so the result is deterministic.
+
+- *empty*: a unit's contents go into the room left on the other units;
+- *shrink*: a unit becomes the cheapest kind that holds its contents;
+- *merge*: two units become one unit of a kind that holds both contents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from autoscaler.planner.capacity import Bin
+from autoscaler.planner.items import Item
+from autoscaler.planner.patterns import Kind, Pattern, fit, put, replay
+
+PASSES = 4
+"""Improvement passes at most (each tries every move once)."""
+MAX_UNITS = 400
+"""Plans with more units are left as they are (pairs grow quadratically; rounding matters
+little there)."""
+
+
+@dataclass(eq=False)
+class _Unit:
+    kind: Kind
+    host: Bin
+    content: list[tuple[int, int]]
+    """(item index, copies) in the order they were packed."""
+    needs: dict[str, int] | None = None
+    kinds: int = 0
+    """Bit set (by price rank) of the single-host kinds that may hold every item here."""
+
+
+def improve(
+    chosen: Sequence[tuple[Pattern, int]],
+    kinds: Sequence[Kind],
+    items: Mapping[int, Item],
+    demand: Mapping[int, int],
+    global_room: int | None,
+    surcharge: float,
+) -> list[tuple[Pattern, int]]:
+    """``chosen`` (patterns and units) made cheaper where moves allow; same coverage."""
+    total = sum(units for _, units in chosen)
+    if total > MAX_UNITS or total == 0:
+        return list(chosen)
+    units: list[_Unit] = []
+    kept: list[tuple[Pattern, int]] = []
+    for pattern, count in chosen:
+        kind = kinds[pattern.kind]
+        if len(kind.hosts) != 1:  # slices stay as they are
+            kept.append((pattern, count))
+            continue
+        for _ in range(count):
+            hosts = replay(kind, pattern, items)
+            if hosts is None:
+                kept.append((pattern, 1))
+                continue
+            units.append(_Unit(kind, hosts[0], list(pattern.hosts[0])))
+    search = _Search(units, kinds, items, global_room, surcharge, kept)
+    search.trim(demand)
+    for _ in range(PASSES):
+        if not (search.empty() | search.shrink() | search.merge()):
+            break
+    return kept + search.patterns()
+
+
+class _Search:
+    def __init__(self, units, kinds, items, global_room, surcharge, kept) -> None:
+        self.units: list[_Unit] = units
+        self.kinds = kinds
+        self.items = items
+        self.surcharge = surcharge
+        self.eligible = {kind.index: {item.index for item in kind.items} for kind in kinds}
+        self.used: dict[int, int] = {}
+        for unit in units:
+            self.used[unit.kind.index] = self.used.get(unit.kind.index, 0) + 1
+        for pattern, count in kept:
+            self.used[pattern.kind] = self.used.get(pattern.kind, 0) + count
+        self.global_room = global_room
+        single = [kind for kind in kinds if len(kind.hosts) == 1]
+        self.ranked = sorted(single, key=lambda k: (self.price(k), k.index))
+        self.holders: dict[int, int] = {}  # item index -> bit set of kinds it may use
+        for rank, kind in enumerate(self.ranked):
+            for index in self.eligible[kind.index]:
+                self.holders[index] = self.holders.get(index, 0) | (1 << rank)
+        self.anchorless = sum(1 << r for r, k in enumerate(self.ranked) if not k.needs_anchor)
+        for unit in self.units:
+            self._summarise(unit)
+
+    def _summarise(self, unit: _Unit) -> None:
+        needs: dict[str, int] = {}
+        mask = (1 << len(self.ranked)) - 1
+        anchored = False
+        for index, copies in unit.content:
+            for name, need in self.items[index].needs.items():
+                needs[name] = needs.get(name, 0) + need * copies
+            mask &= self.holders.get(index, 0)
+            anchored = anchored or not self.items[index].rider
+        unit.needs = needs
+        unit.kinds = mask if anchored else mask & self.anchorless
+
+    def price(self, kind: Kind) -> float:
+        return kind.cost + (self.surcharge if kind.new else 0.0)
+
+    def trim(self, demand: Mapping[int, int]) -> None:
+        """Copies beyond the demand off the last units holding them (gang slots are trimmed
+        by the planner, which keeps gangs whole)."""
+        placed: dict[int, int] = {}
+        for unit in self.units:
+            for index, copies in unit.content:
+                placed[index] = placed.get(index, 0) + copies
+        for index, count in placed.items():
+            excess = count - demand.get(index, 0)
+            if excess <= 0 or self.items[index].spread_group is not None:
+                continue
+            # Off launched units first (the dearest first), free capacity last.
+            holders = sorted(
+                enumerate(self.units),
+                key=lambda pu: (not pu[1].kind.new, -self.price(pu[1].kind), -pu[0]),
+            )
+            for _, unit in holders:
+                if excess <= 0:
+                    break
+                held = sum(n for i, n in unit.content if i == index)
+                take = min(held, excess)
+                if take:
+                    self._rebuild(unit, _less(unit.content, index, take))
+                    excess -= take
+        self.units = [u for u in self.units if u.content]
+
+    def _rebuild(
+        self, unit: _Unit, content: list[tuple[int, int]], host: Bin | None = None
+    ) -> None:
+        if host is None:
+            host = unit.kind.hosts[0].copy(unit.kind.hosts[0].unit)
+            for index, copies in content:
+                put(host, self.items[index], copies)
+        unit.host, unit.content = host, content
+        self._summarise(unit)
+
+    # Moves ------------------------------------------------------------------------------
+    def empty(self) -> bool:
+        """Move every copy on a unit to room left on others; the dearest units first."""
+        changed = False
+        ranked = sorted(enumerate(self.units), key=lambda pu: (-self.price(pu[1].kind), pu[0]))
+        for _, unit in ranked:
+            if unit not in self.units or self.price(unit.kind) <= 0:
+                continue  # emptying free capacity gains nothing
+            others = [u for u in self.units if u is not unit]
+            trial: dict[int, Bin] = {}
+            additions: dict[int, list[tuple[int, int]]] = {}
+            if self._place_all(unit.content, others, trial, additions):
+                for other in others:
+                    if id(other) in additions:
+                        other.host = trial[id(other)]
+                        self._rebuild(other, other.content + additions[id(other)], other.host)
+                self._drop(unit)
+                changed = True
+        return changed
+
+    def _place_all(self, content, others, trial, additions) -> bool:
+        """First fit of ``content`` into copies of the other hosts, fullest units first."""
+        order = [
+            u for _, u in sorted(enumerate(others), key=lambda pu: (-len(pu[1].content), pu[0]))
+        ]
+        for index, copies in sorted(content, key=lambda ic: _size(self.items[ic[0]])):
+            item = self.items[index]
+            left = copies
+            for other in order:
+                if index not in self.eligible[other.kind.index]:
+                    continue
+                host = trial.get(id(other), other.host)
+                n = fit(host, item, left)
+                if n:
+                    if id(other) not in trial:
+                        host = trial[id(other)] = other.host.copy(other.host.unit)
+                    put(host, item, n)
+                    additions.setdefault(id(other), []).append((index, n))
+                    left -= n
+                    if not left:
+                        break
+            if left:
+                return False
+        return True
+
+    def shrink(self) -> bool:
+        """Each unit as the cheapest kind that holds its contents."""
+        changed = False
+        for unit in list(self.units):
+            best = self._cheapest(
+                unit.content, unit.needs, unit.kinds, self.price(unit.kind), unit.kind, None
+            )
+            if best is not None:
+                kind, host, ordered = best
+                self._drop(unit)
+                self._add(_Unit(kind, host, ordered))
+                changed = True
+        return changed
+
+    def merge(self) -> bool:
+        """Two units as one that holds both contents, if that costs less."""
+        changed = False
+        position = 0
+        while position < len(self.units):
+            first = self.units[position]
+            merged = False
+            for second in self.units[position + 1 :]:
+                mask = first.kinds & second.kinds
+                if not mask:
+                    continue
+                limit = self.price(first.kind) + self.price(second.kind)
+                needs = dict(first.needs)
+                for name, need in second.needs.items():
+                    needs[name] = needs.get(name, 0) + need
+                content = first.content + second.content
+                best = self._cheapest(content, needs, mask, limit, first.kind, second.kind)
+                if best is None:
+                    continue
+                kind, host, ordered = best
+                self._drop(first)
+                self._drop(second)
+                self._add(_Unit(kind, host, ordered), position)
+                changed = merged = True
+                break
+            if not merged:
+                position += 1
+        return changed
+
+    # Helpers ----------------------------------------------------------------------------
+    def _cheapest(self, content, needs, mask, limit, freed, also_freed):
+        """The cheapest single-host kind in ``mask`` priced below ``limit`` that holds
+        ``content``: (kind, packed host, contents in packing order), or None."""
+        rank = 0
+        while mask >> rank:
+            if not (mask >> rank) & 1:
+                rank += 1
+                continue
+            kind = self.ranked[rank]
+            rank += 1
+            if self.price(kind) >= limit - 1e-9:
+                return None
+            free = kind.hosts[0].free
+            if any(need > free.get(name, 0) for name, need in needs.items()):
+                continue
+            if not self._room(kind, freed, also_freed):
+                continue
+            host = kind.hosts[0].copy(kind.hosts[0].unit)
+            ordered = sorted(content, key=lambda ic: _size(self.items[ic[0]]))
+            ok = True
+            for index, copies in ordered:
+                item = self.items[index]
+                if fit(host, item, copies) < copies:
+                    ok = False
+                    break
+                put(host, item, copies)
+            if ok:
+                return kind, host, ordered
+        return None
+
+    def _room(self, kind: Kind, freed: Kind, also_freed: Kind | None) -> bool:
+        """Whether one more unit of ``kind`` fits its limit and the global one, once the
+        units being replaced are gone."""
+        back = int(freed.index == kind.index) + int(
+            also_freed is not None and also_freed.index == kind.index
+        )
+        if kind.limit is not None and self.used.get(kind.index, 0) - back + 1 > kind.limit:
+            return False
+        if self.global_room is not None and kind.new:
+            new_units = sum(n for k, n in self.used.items() if self.kinds[k].new)
+            freed_new = int(freed.new) + int(also_freed is not None and also_freed.new)
+            if new_units - freed_new + 1 > self.global_room:
+                return False
+        return True
+
+    def _drop(self, unit: _Unit) -> None:
+        self.units.remove(unit)
+        self.used[unit.kind.index] -= 1
+
+    def _add(self, unit: _Unit, position: int | None = None) -> None:
+        self._summarise(unit)
+        self.units.insert(len(self.units) if position is None else position, unit)
+        self.used[unit.kind.index] = self.used.get(unit.kind.index, 0) + 1
+
+    def patterns(self) -> list[tuple[Pattern, int]]:
+        counts: dict[Pattern, int] = {}
+        for unit in self.units:
+            pattern = Pattern(unit.kind.index, (tuple(unit.content),))
+            counts[pattern] = counts.get(pattern, 0) + 1
+        return list(counts.items())
+
+
+def _size(item: Item) -> tuple:
+    """Packing order: whole devices, then larger fractions, then larger needs first."""
+    whole = sum(s for part in item.parts for _, s in part.devices if s >= 10_000)
+    fraction = max((s for part in item.parts for _, s in part.devices if s < 10_000), default=0)
+    return (-whole, -fraction, -sum(item.needs.values()), item.index)
+
+
+def _less(content: list[tuple[int, int]], index: int, take: int) -> list[tuple[int, int]]:
+    out = []
+    for i, n in reversed(content):
+        if i == index and take:
+            cut = min(n, take)
+            take -= cut
+            n -= cut
+        if n:
+            out.append((i, n))
+    return list(reversed(out))
