@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from autoscaler.config import ClusterConfig
 from autoscaler.lifecycle import ALLOCATED, WAITING_FOR_REPORT
 from providers.base import NodeProvider
 from providers.errors import ProviderError
@@ -119,9 +120,19 @@ def read_console(provider: NodeProvider, node_id: str) -> Console:
     return Console(console_tail(output), kept=output is not None)
 
 
-def config_fingerprint(launch_config: Mapping[str, Any]) -> str:
-    """A short digest of what a node type launches: a changed config starts a new streak."""
-    body = json.dumps(launch_config, sort_keys=True, default=str)
+def config_fingerprint(config: ClusterConfig, node_type: str) -> str:
+    """A short digest of what a node of ``node_type`` boots with: its YAML entry
+    (node_config, bootstrap commands...) and the provider section. A changed config starts a
+    new streak (and ends a hold)."""
+    spec = config.spec
+    body = json.dumps(
+        {
+            "node_type": spec.available_node_types[node_type].model_dump(mode="json"),
+            "provider": spec.provider.model_dump(mode="json"),
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 

@@ -511,7 +511,7 @@ class Reconciler:
         }
 
     def _fingerprint(self, node_type: str) -> str:
-        return config_fingerprint(self.config.launch_config(node_type))
+        return config_fingerprint(self.config, node_type)
 
     def _came_up(self, changes: list[NodeStateChange]) -> None:
         """Nodes came up: their types' streaks end (and holds, saying so)."""

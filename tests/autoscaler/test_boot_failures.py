@@ -238,8 +238,11 @@ def test_a_changed_node_config_is_tried_again(make, clock):
     reconciler.tick()
     for _ in range(FAILURE_LIMIT):
         fail_once(reconciler, clock)
+    same = make()  # a restart with the same config: still held
+    assert list(same.holds()) == ["l4"]
     fixed = make(l4={"node_config": {"machineType": "g2-standard-8", "labels": {"fix": "1"}}})
     assert fixed.holds() == {}
+    assert make(l4={"bootstrap_before": ["pip install --upgrade pip"]}).holds() == {}
     assert fixed.tick().launched == {"l4": 1}
 
 

@@ -138,7 +138,7 @@ def hold(cluster_yaml: str, node_type: str) -> None:
     from autoscaler.config import load_cluster_config
     from autoscaler.lifecycle import WAITING_FOR_REPORT
 
-    config = config_fingerprint(load_cluster_config(cluster_yaml).launch_config(node_type))
+    config = config_fingerprint(load_cluster_config(cluster_yaml), node_type)
     streak = None
     for n in range(FAILURE_LIMIT):
         console = Console(("cloud-init: running startup script", "agent: AccessDenied"))
