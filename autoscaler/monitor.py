@@ -31,6 +31,8 @@ class RoundSummary:
     infeasible: int
     plan_cost_per_hour: float
     seconds: float
+    held: tuple[str, ...] = ()
+    """Node types held after their nodes repeatedly failed to come up."""
 
     @property
     def nodes(self) -> int:
@@ -50,6 +52,7 @@ class RoundSummary:
                 f"failures {self.failures}",
                 f"infeasible {self.infeasible}",
                 f"plan ${self.plan_cost_per_hour:.2f}/h",
+                *([f"held {', '.join(self.held)}"] if self.held else []),
                 f"{self.seconds:.2f}s",
             ]
         )
@@ -64,6 +67,7 @@ def summarize(result: TickResult) -> RoundSummary:
         infeasible=sum(i.count for i in result.plan.infeasible),
         plan_cost_per_hour=result.plan.cost_per_hour,
         seconds=result.seconds,
+        held=tuple(h.node_type for h in result.held),
     )
 
 

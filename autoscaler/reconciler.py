@@ -15,8 +15,10 @@
 * **Act**: launches go out in batches under a per-tick budget through one launch path (the
   head's too), each recorded as an intent first; capacity failures mark the offering and the
   round re-plans around it; idle, timed-out and orphaned nodes are terminated (idle Ray
-  nodes drained through Ray first). Every decision lands in the event log, and what we do is
-  reported back to Ray.
+  nodes drained through Ray first). A node that timed out before coming up is terminated
+  with the last lines of its console as evidence, and a node type whose nodes keep failing
+  the same way is held, no longer replaced (``autoscaler.boot_failures``). Every decision
+  lands in the event log, and what we do is reported back to Ray.
 """
 
 from __future__ import annotations
@@ -31,6 +33,19 @@ from typing import TYPE_CHECKING, Any
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.agent import package_version
+from autoscaler.boot_failures import (
+    BOOT_LOG,
+    BOOT_STATES,
+    CAUSES,
+    CONSOLE_READS_PER_ROUND,
+    NOT_READ,
+    Console,
+    Streak,
+    cause_of,
+    config_fingerprint,
+    read_console,
+    record_failure,
+)
 from autoscaler.bootstrap import agent_script
 from autoscaler.config import ClusterConfig
 from autoscaler.demand import combine, parse_demand
@@ -178,6 +193,8 @@ class TickResult:
     launched: dict[str, int] = field(default_factory=dict)
     terminated: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    held: list[Streak] = field(default_factory=list)
+    """Node types held after their nodes repeatedly failed to come up (not replaced)."""
     seconds: float = 0.0
 
 
@@ -213,6 +230,7 @@ class Reconciler:
         observation = self.sync()
         result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=observation.views)
         self._retire(observation, result)
+        result.held = list(self.holds().values())
         result.plan = self.current_plan(observation)
         budget = self.launches_per_tick
         for _ in range(REPLAN_ROUNDS):
@@ -338,6 +356,7 @@ class Reconciler:
             self.store.settle_intent(intent.request_id, FAILED_INTENT, detail="never appeared")
         for change in observation.state_changes:
             self.store.set_node_state(change.node_id, change.node_type, change.state, change.since)
+        self._came_up([c for c in observation.state_changes if c.state == RUNNING])
         for view in observation.adopted:
             self._event(
                 "adopted",
@@ -463,6 +482,9 @@ class Reconciler:
         ]
 
     def _available(self, node_type: NodeType) -> NodeType:
+        hold = self.holds().get(node_type.name)
+        if hold is not None:
+            return replace(node_type, available=False, unavailable_reason=hold.reason())
         if node_type.offering is None:
             return node_type
         budget = self.offerings.budget(node_type.offering)
@@ -471,6 +493,83 @@ class Reconciler:
         if budget == 0:
             return replace(node_type, available=False)
         return replace(node_type, max_workers=min(node_type.max_workers or budget, budget))
+
+    # Boot failures ------------------------------------------------------------------------
+    def streaks(self) -> dict[str, Streak]:
+        """Each node type's current streak of boot failures (held or not)."""
+        return {
+            name: Streak.from_json(name, body) for name, body in self.store.boot_failures().items()
+        }
+
+    def holds(self) -> dict[str, Streak]:
+        """The node types held now (not launched, not replaced), for their current config."""
+        now = self.clock()
+        return {
+            name: streak
+            for name, streak in self.streaks().items()
+            if name in self.types and streak.held(now, self._fingerprint(name))
+        }
+
+    def _fingerprint(self, node_type: str) -> str:
+        return config_fingerprint(self.config, node_type)
+
+    def _came_up(self, changes: list[NodeStateChange]) -> None:
+        """Nodes came up: their types' streaks end (and holds, saying so)."""
+        streaks = self.streaks() if changes else {}
+        for change in changes:
+            streak = streaks.pop(change.node_type, None)
+            if streak is None:
+                continue
+            self.store.save_boot_failures(change.node_type, None)
+            if streak.held_until is None or streak.held_until <= self.clock():
+                continue
+            self._event(
+                "released",
+                f"replacing {change.node_type} again: {change.node_id} came up "
+                f"(it was held after {streak.what})",
+                change.node_type,
+                change.node_id,
+            )
+
+    def _boot_failed(
+        self, view: NodeView, cause: str, stuck_s: float, console: Console
+    ) -> tuple[str, Streak | None]:
+        """Record that ``view`` never came up: what its termination event adds, and the
+        streak when this failure starts a hold (to be said after the termination)."""
+        streak, starts_hold = record_failure(
+            self.streaks().get(view.node_type),
+            view.node_type,
+            cause,
+            view.id,
+            stuck_s,
+            console,
+            self._fingerprint(view.node_type),
+            self.clock(),
+        )
+        self.store.save_boot_failures(view.node_type, streak.to_json())
+        if streak.held_until is None:
+            return "replacing", None
+        return f"not replacing: {view.node_type} is held ({streak.what})", (
+            streak if starts_hold else None
+        )
+
+    def _held(self, streak: Streak) -> None:
+        hours = (streak.held_until - self.clock()) / 3600
+        self._event(
+            "held",
+            f"stopped replacing {streak.node_type}: {streak.what}; {streak.console.describe()}; "
+            f"held for {hours:g}h (until {_utc(streak.held_until)}), or until its config "
+            "changes or `down`; check the node's permissions (instance profile or service "
+            f"account), its image, and the boot script's log {BOOT_LOG}",
+            streak.node_type,
+            streak.last_node_id,
+            data={
+                "cause": streak.cause,
+                "failures": streak.count,
+                "held_until": streak.held_until,
+                "console": list(streak.console.lines),
+            },
+        )
 
     # Act ----------------------------------------------------------------------------------
     def _launch_plan(self, result_plan: Plan, budget: int, result: TickResult) -> tuple[int, bool]:
@@ -578,6 +677,7 @@ class Reconciler:
         views = observation.views
         now = self.clock()
         reasons: dict[str, str] = {}
+        never_up: dict[str, NodeView] = {}
         for view in views:
             if view.kind == NODE_KIND_HEAD:
                 continue
@@ -586,18 +686,46 @@ class Reconciler:
                 continue
             accelerated = is_accelerator_type(self.types[view.node_type])
             if view.state != RUNNING and now - view.since > timeout_s(view.state, accelerated):
-                reasons[view.id] = f"stuck in {view.state} for {now - view.since:.0f}s; replacing"
+                reasons[view.id] = f"stuck in {view.state} for {now - view.since:.0f}s"
+                if view.state in BOOT_STATES:
+                    never_up[view.id] = view
+                else:
+                    reasons[view.id] += "; replacing"
         reasons.update(self._drained(observation, self._idle(observation, now, reasons)))
         if not reasons:
             return
+        consoles = {  # read before terminating: a deleted VM's serial port is gone
+            node_id: read_console(self.provider, node_id)
+            if n < CONSOLE_READS_PER_ROUND
+            else NOT_READ
+            for n, node_id in enumerate(sorted(never_up, key=lambda i: (never_up[i].since, i)))
+        }
         acted = self.provider.terminate_nodes(sorted(reasons))
         for node_id in acted:
             view = next(v for v in views if v.id == node_id)
             self.store.set_node_state(node_id, view.node_type, TERMINATING, now)
+            data, hold = None, None
+            if node_id in never_up:
+                stuck_s, console = now - view.since, consoles[node_id]
+                cause = cause_of(view.state, view.reported)
+                then, hold = self._boot_failed(view, cause, stuck_s, console)
+                reasons[node_id] += f" ({CAUSES[cause]}); {then}; {console.describe()}"
+                data = {
+                    "cause": cause,
+                    "stuck_s": stuck_s,
+                    "console": list(console.lines),
+                    "console_error": console.error,
+                }
             view.state = TERMINATING
             self._event(
-                "terminated", f"terminated {node_id}: {reasons[node_id]}", view.node_type, node_id
+                "terminated",
+                f"terminated {node_id}: {reasons[node_id]}",
+                view.node_type,
+                node_id,
+                data=data,
             )
+            if hold is not None:
+                self._held(hold)
         result.terminated.extend(acted)
 
     def _idle(
@@ -724,6 +852,10 @@ def _newest(node: ProviderNode, host: int, sent: Mapping[int, NodeReport]) -> No
     """A host's latest report: sent to the monitor's endpoint, or written into its tags."""
     found = [r for r in (sent.get(host), decode(node.tags, host)) if r is not None]
     return max(found, key=lambda report: report.reported_at, default=None)
+
+
+def _utc(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
 
 
 def _state_of(view: NodeView) -> str:

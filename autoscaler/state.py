@@ -1,8 +1,9 @@
 """A cluster's durable local state in one SQLite file (crash-safe, WAL journal).
 
-Demand, launch intents, the per-node lifecycle, the unavailable-offerings cache and the
-event log. The cloud stays the truth for what exists: deleting this file loses history,
-never instances (the next sync rebuilds the node view from the cloud's tags).
+Demand, launch intents, the per-node lifecycle, the unavailable-offerings cache, the
+per-node-type boot failure streaks (and holds) and the event log. The cloud stays the truth
+for what exists: deleting this file loses history, never instances (the next sync rebuilds
+the node view from the cloud's tags).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ CREATE TABLE IF NOT EXISTS intents (request_id TEXT PRIMARY KEY, node_type TEXT 
 CREATE TABLE IF NOT EXISTS nodes (node_id TEXT PRIMARY KEY, node_type TEXT NOT NULL,
     state TEXT NOT NULL, since REAL NOT NULL, detail TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS offerings (key TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS boot_failures (node_type TEXT PRIMARY KEY, body TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL,
     kind TEXT NOT NULL, message TEXT NOT NULL, node_type TEXT, node_id TEXT, data TEXT);
 CREATE TABLE IF NOT EXISTS reports (node_id TEXT NOT NULL, host INTEGER NOT NULL,
@@ -204,6 +206,28 @@ class StateStore:
                 (key, json.dumps(body)),
             )
 
+    # Boot failure streaks (``autoscaler.boot_failures``) ------------------------------
+    def boot_failures(self) -> dict[str, dict[str, Any]]:
+        """node type -> its streak of boot failures (empty for a state file made before
+        streaks were kept, opened read-only)."""
+        try:
+            rows = self._db.execute("SELECT node_type, body FROM boot_failures").fetchall()
+        except sqlite3.OperationalError:
+            return {}
+        return {node_type: json.loads(body) for node_type, body in rows}
+
+    def save_boot_failures(self, node_type: str, body: Mapping[str, Any] | None) -> None:
+        """Store a node type's streak; ``None`` ends it."""
+        with self.transaction() as db:
+            if body is None:
+                db.execute("DELETE FROM boot_failures WHERE node_type = ?", (node_type,))
+                return
+            db.execute(
+                "INSERT INTO boot_failures (node_type, body) VALUES (?, ?) "
+                "ON CONFLICT(node_type) DO UPDATE SET body = excluded.body",
+                (node_type, json.dumps(body)),
+            )
+
     # Node reports (from the report endpoint) -------------------------------------------
     def save_report(self, node_id: str, host: int, report: NodeReport, received_at: float) -> None:
         """Keep ``report`` as the host's latest, unless a newer one is already kept."""
@@ -254,7 +278,16 @@ class StateStore:
     def clear(self) -> None:
         """Forget everything (after `down` confirmed nothing is left)."""
         with self.transaction() as db:
-            for table in ("demand", "intents", "nodes", "offerings", "events", "reports"):
+            tables = (
+                "demand",
+                "intents",
+                "nodes",
+                "offerings",
+                "boot_failures",
+                "events",
+                "reports",
+            )
+            for table in tables:
                 db.execute(f"DELETE FROM {table}")
 
 

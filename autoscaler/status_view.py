@@ -1,16 +1,27 @@
 """`status`: the cluster as its cloud lists it and the planner sees it, built without writing
-anything (nodes, pending and infeasible demand, recent failures, blocked offerings, cost)."""
+anything (nodes, pending and infeasible demand, recent failures, blocked offerings, held node
+types, cost). A node waiting to come up for minutes gets a reason, with the last lines of its
+console for the few longest-waiting ones (read-only cloud calls)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from autoscaler.boot_failures import (
+    BOOT_STATES,
+    STATUS_CONSOLE_NODES,
+    STATUS_REASON_AFTER_S,
+    Console,
+    read_console,
+)
 from autoscaler.cluster import Cluster
+from autoscaler.lifecycle import ALLOCATED, timeout_s
 from autoscaler.offerings import UnavailableOfferings
 from autoscaler.planner import Plan
-from autoscaler.reconciler import NodeView
+from autoscaler.planner.items import is_accelerator_type
+from autoscaler.reconciler import NodeView, Reconciler
 from autoscaler.state import Event
-from providers.base import CLOUD_RUNNING
+from providers.base import CLOUD_RUNNING, NODE_KIND_HEAD
 
 RECENT_FAILURES = 20
 
@@ -25,9 +36,14 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
     prices = {t.name: t.price for t in cluster.config.node_types()}
     blocked = UnavailableOfferings(cluster.clock, cluster.store.offerings()).active()
     log = cluster.store.events(limit=1000)
+    holds = reconciler.holds()
+    nodes = [_node_dict(view, now) for view in views]
+    for node, (reason, console) in zip(nodes, _not_up(reconciler, views, holds, now), strict=True):
+        node["reason"] = reason
+        node["console"] = list(console.lines) if console and console.lines else None
     status: dict[str, Any] = {
         "cluster": cluster.name,
-        "nodes": [_node_dict(view, now) for view in views],
+        "nodes": nodes,
         **_demand_dict(fresh),
         "failures": [_failure_dict(e) for e in log if e.kind == "failed"][-RECENT_FAILURES:],
         "unavailable_offerings": [
@@ -41,6 +57,19 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
             }
             for r in blocked
         ],
+        "held_node_types": [
+            {
+                "node_type": name,
+                "reason": streak.reason(),
+                "cause": streak.cause,
+                "failures": streak.count,
+                "last_node_id": streak.last_node_id,
+                "console": list(streak.console.lines),
+                "until": streak.held_until,
+                "expires_in_seconds": streak.held_until - now,
+            }
+            for name, streak in sorted(holds.items())
+        ],
         "account": [
             {"kind": r.kind, "name": r.name, "id": r.id}
             for r in cluster.provider.account_resources()
@@ -52,6 +81,52 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
     if events:
         status["events"] = [_event_dict(e) for e in log]
     return status
+
+
+def _not_up(
+    reconciler: Reconciler, views: list[NodeView], holds: dict, now: float
+) -> list[tuple[str | None, Console | None]]:
+    """Per view: why it is not up yet (None when it is, or has waited only briefly), and its
+    console for the :data:`STATUS_CONSOLE_NODES` longest-waiting ones."""
+    waiting = {
+        view.id: now - min(view.since, view.node.launched_at or view.since)
+        for view in views
+        if view.state in BOOT_STATES
+    }
+    slow = sorted((i for i, s in waiting.items() if s >= STATUS_REASON_AFTER_S), key=waiting.get)
+    read = set(slow[::-1][:STATUS_CONSOLE_NODES])
+    found: list[tuple[str | None, Console | None]] = []
+    for view in views:
+        if view.id not in waiting or waiting[view.id] < STATUS_REASON_AFTER_S:
+            found.append((None, None))
+            continue
+        waited = _minutes(waiting[view.id])
+        if view.state == ALLOCATED:
+            what = f"not started by the cloud after {waited}"
+        elif view.reported:
+            what = f"reported but not in Ray after {waited}"
+        else:
+            what = f"no report after {waited}"
+        spec = reconciler.types.get(view.node_type)
+        if view.kind == NODE_KIND_HEAD:
+            what += "; the head is never replaced"
+        elif view.node_type in holds:
+            what += f"; its type is held: not replaced ({holds[view.node_type].what})"
+        elif spec is not None:
+            limit = timeout_s(view.state, is_accelerator_type(spec))
+            what += f"; replaced at {_minutes(limit)}"
+        console = read_console(reconciler.provider, view.id) if view.id in read else None
+        what += "; " + (
+            console.describe()
+            if console
+            else f"console not read (status reads the {STATUS_CONSOLE_NODES} longest-waiting)"
+        )
+        found.append((what, console))
+    return found
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min"
 
 
 def _node_dict(view: NodeView, now: float) -> dict[str, Any]:

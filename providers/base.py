@@ -289,6 +289,14 @@ class NodeProvider(ABC):
     def set_node_tags(self, node_id: str, tags: Mapping[str, str]) -> None:
         self.set_tags([node_id], tags)
 
+    # Diagnosing -----------------------------------------------------------------------
+    def console_output(self, node_id: str) -> str | None:
+        """The latest part of the node's console (serial port) output, read-only, if this
+        cluster owns the node and the cloud keeps such output (None otherwise: someone
+        else's instance is never read). For a node that never reports, its last lines are
+        the evidence of why."""
+        return None
+
     # Before launching ------------------------------------------------------------------
     def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
         """Problems that would make launches of these node types (by name) fail, found with

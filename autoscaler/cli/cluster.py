@@ -225,8 +225,16 @@ def monitor(
             if once:
                 raise click.ClickException(f"round failed: {error}")
             click.echo(f"{_clock(time.time())} round failed: {error}", err=True)
-        else:
-            click.echo(f"{_clock(time.time())} {summarize(result).line()}")
+            return
+        click.echo(f"{_clock(time.time())} {summarize(result).line()}")
+        if once and result.held:
+            raise click.ClickException(
+                "; ".join(
+                    f"{h.node_type} is held, not replaced: {h.what} "
+                    f"(until {_clock(h.held_until)}; see `autoscale status`)"
+                    for h in result.held
+                )
+            )
 
     with _cluster(cluster_yaml) as cluster:
         cluster.ray = _ray_cluster(ray_address or cluster.config.spec.ray_address)
@@ -333,6 +341,28 @@ def _print_status(data: Mapping[str, Any]) -> None:
         print_table(f"Nodes of {data['cluster']}", [*columns, "idle", "age"], rows)
     else:
         click.echo(f"Cluster {data['cluster']} has no nodes.")
+    not_up = [n for n in data["nodes"] if n.get("reason")]
+    if not_up:
+        print_table(
+            "Nodes not up yet",
+            ["id", "type", "why"],
+            [(n["id"], n["node_type"], n["reason"]) for n in not_up],
+        )
+    if data.get("held_node_types"):
+        print_table(
+            "Held node types (not launched or replaced: their nodes never came up)",
+            ["node type", "why", "last node", "its last console lines", "expires in"],
+            [
+                (
+                    h["node_type"],
+                    h["reason"],
+                    h["last_node_id"],
+                    "\n".join(h["console"][-2:]) or None,
+                    _duration(h["expires_in_seconds"]),
+                )
+                for h in data["held_node_types"]
+            ],
+        )
     if data["pending"]:
         print_table(
             "Pending demand (needs new nodes)",

@@ -53,7 +53,11 @@ class NodeType:
     priority: int = 0
     """Higher wins between types of equal cost."""
     available: bool = True
-    """False while every offering of the type is known to be out of capacity."""
+    """False while every offering of the type is known to be out of capacity, or while the
+    type is held after its nodes repeatedly failed to come up: nothing of it is launched,
+    not even for ``min_workers``."""
+    unavailable_reason: str | None = None
+    """Why it is unavailable, when that is not capacity (said in notes and infeasibility)."""
     offering: NodeTypeOffering | None = None
     """What the type launches (instance type, market, zones), resolved once at load."""
 

@@ -74,7 +74,8 @@ def plan(request: PlanRequest) -> Plan:
 
     existing_units = _existing_units(request.existing)
     min_launches = {
-        name: max(0, t.min_workers - existing_units.get(name, 0)) for name, t in types.items()
+        name: max(0, t.min_workers - existing_units.get(name, 0)) if t.available else 0
+        for name, t in types.items()
     }
     unit_room = {
         name: None
@@ -91,7 +92,8 @@ def plan(request: PlanRequest) -> Plan:
     prices = _surrogate_prices(types, notes)
     for name, t in types.items():
         if not t.available:
-            notes.append(f"{name}: no capacity in any of its offerings now; not launched")
+            why = t.unavailable_reason or "no capacity in any of its offerings now"
+            notes.append(f"{name}: {why}; not launched")
     kinds = _kinds(types, items, request.existing, min_launches, unit_room, prices)
     demand = {item.index: item.count for item in items}
 
@@ -539,7 +541,13 @@ def _limited(members: Sequence[Item], missing: int, types: Mapping[str, NodeType
     candidates = sorted({name for item in members for name in item.candidates})
     unavailable = [name for name in candidates if not types[name].available]
     if unavailable and len(unavailable) == len(candidates):
-        reason = f"every fitting node type is out of capacity now: {', '.join(unavailable)}"
+        if any(types[name].unavailable_reason for name in unavailable):
+            reason = "every fitting node type is unavailable now: " + ", ".join(
+                f"{name} ({types[name].unavailable_reason or 'out of capacity'})"
+                for name in unavailable
+            )
+        else:
+            reason = f"every fitting node type is out of capacity now: {', '.join(unavailable)}"
     elif members[0].spread_group is not None:
         reason = (
             f"STRICT_SPREAD gang of {len(members)} bundles cannot be placed whole "

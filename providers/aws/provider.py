@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,6 +51,10 @@ logger = logging.getLogger(__name__)
 
 IDS_PER_FILTER = 200
 """Values per DescribeInstances filter."""
+NO_LATEST_CONSOLE = frozenset(
+    {"UnsupportedOperation", "InvalidParameter", "InvalidParameterCombination"}
+)
+"""How EC2 refuses ``Latest`` console output (instance types not built on Nitro)."""
 
 
 class AwsNodeProvider(NodeProvider):
@@ -257,6 +263,20 @@ class AwsNodeProvider(NodeProvider):
         if tags:
             create_tags(self.ec2, [n.id for n in self._owned(node_ids)], tags)
 
+    # Diagnosing ---------------------------------------------------------------------------
+    def console_output(self, node_id: str) -> str | None:
+        """``GetConsoleOutput`` of an instance this cluster owns (the latest output where the
+        instance type keeps it, Nitro; else what EC2 buffered), decoded; None for others'."""
+        if self.node(node_id) is None:
+            return None
+        try:
+            answer = call(self.ec2, "get_console_output", InstanceId=node_id, Latest=True)
+        except ProviderError as error:
+            if error.code not in NO_LATEST_CONSOLE:
+                raise
+            answer = call(self.ec2, "get_console_output", InstanceId=node_id)
+        return _decoded(answer.get("Output"))
+
     # Before launching --------------------------------------------------------------------
     def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
         return preflight(self.ec2, self.provider_config, node_configs)
@@ -276,6 +296,17 @@ class AwsNodeProvider(NodeProvider):
     def instance_type_resources(self, instance_type: str) -> dict[str, float]:
         """What a node of ``instance_type`` advertises: the catalog, else the EC2 API."""
         return instance_type_resources(self.ec2, instance_type)
+
+
+def _decoded(output: str | None) -> str | None:
+    """EC2's base64 console output as text (None when it holds none yet)."""
+    if not output:
+        return None
+    try:
+        raw = base64.b64decode(output, validate=False)
+    except (binascii.Error, ValueError):
+        return output
+    return raw.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)

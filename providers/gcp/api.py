@@ -19,6 +19,7 @@ from google.api_core.future import polling as polling_future
 from google.auth.credentials import AnonymousCredentials
 
 from providers.base import Offering
+from providers.errors import InvalidConfigError
 from providers.gcp.errors import API_ERRORS, classify, is_retryable
 
 DEFAULT_RETRY_DEADLINE_S = 60.0
@@ -52,6 +53,14 @@ class CallSettings:
             initial=self.poll_s, maximum=max(self.poll_s, 10.0), multiplier=1.5
         )
         return operation.result(timeout=max(timeout_s, 0.0), retry=self.retry, polling=polling)
+
+
+def project_of(provider_config: Mapping[str, Any]) -> str:
+    """``provider.project_id``, which every GCP API call needs."""
+    project = provider_config.get("project_id")
+    if not project:
+        raise InvalidConfigError("provider.project_id is required", field="project_id")
+    return str(project)
 
 
 def client_kwargs(provider_config: Mapping[str, Any]) -> dict[str, Any]:

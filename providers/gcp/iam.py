@@ -19,8 +19,7 @@ from urllib.parse import quote
 import requests
 from google.api_core import exceptions as gexc
 
-from providers.errors import InvalidConfigError
-from providers.gcp.api import CallSettings
+from providers.gcp.api import CallSettings, project_of
 from providers.gcp.errors import API_ERRORS, is_not_found
 
 IAM_ENDPOINT = "https://iam.googleapis.com"
@@ -34,10 +33,7 @@ class IamApi:
     """Service accounts and custom roles of one project, and IAM policies."""
 
     def __init__(self, provider_config: Mapping[str, Any]) -> None:
-        project = provider_config.get("project_id")
-        if not project:
-            raise InvalidConfigError("provider.project_id is required", field="project_id")
-        self.project = str(project)
+        self.project = project_of(provider_config)
         self.settings = CallSettings(provider_config)
         endpoint = str(provider_config.get("endpoint_url") or "").rstrip("/")
         self.iam_url = endpoint or IAM_ENDPOINT

@@ -112,6 +112,11 @@ class GcpNodeProvider(NodeProvider):
         for plugin, ids in self._by_plugin(list(node_ids)).items():
             plugin.set_tags(ids, tags)
 
+    def console_output(self, node_id: str) -> str | None:
+        for plugin, ids in self._by_plugin([node_id]).items():
+            return plugin.console_output(ids[0])
+        return None
+
     def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
         grouped: dict[int, tuple[NodeProvider, dict]] = {}
         for name, node_config in node_configs.items():

@@ -17,8 +17,7 @@ from typing import Any
 from google.api_core import exceptions as gexc
 from google.cloud import compute_v1
 
-from providers.errors import InvalidConfigError
-from providers.gcp.api import CallSettings, client_kwargs
+from providers.gcp.api import CallSettings, client_kwargs, project_of
 
 PAGE_SIZE = 500
 
@@ -40,10 +39,7 @@ class ComputeApi:
     """Instances, their zonal operations, and the machine and accelerator type tables."""
 
     def __init__(self, provider_config: Mapping[str, Any]) -> None:
-        project = provider_config.get("project_id")
-        if not project:
-            raise InvalidConfigError("provider.project_id is required", field="project_id")
-        self.project = str(project)
+        self.project = project_of(provider_config)
         self.settings = CallSettings(provider_config)
         kwargs = client_kwargs(provider_config)
         self.instances = compute_v1.InstancesClient(**kwargs)
@@ -104,6 +100,16 @@ class ComputeApi:
             instances_set_labels_request_resource=body,
             **self._call(),
         )
+
+    def serial_port_output(self, zone: str, name: str, last_bytes: int) -> str:
+        """The last ``last_bytes`` of the VM's first serial port (a negative ``start``)."""
+        answer = self.instances.get_serial_port_output(
+            request=compute_v1.GetSerialPortOutputInstanceRequest(
+                project=self.project, zone=zone, instance=name, port=1, start=-last_bytes
+            ),
+            **self._call(),
+        )
+        return answer.contents
 
     def wait(self, zone: str, operation: compute_v1.Operation, timeout_s: float) -> None:
         """Poll ``operation`` until DONE; raises its error as the client library would, or

@@ -1,16 +1,19 @@
 """A fake Compute Engine REST server: the subset of the API the GCE plugin and the catalog
 refresh use, spoken to by the real ``google-cloud-compute`` client.
 
-Serves ``instances`` (bulkInsert, get, delete, setLabels, aggregatedList with label and name
-filters and pages), ``zoneOperations.get``, ``machineTypes`` / ``acceleratorTypes``
-aggregatedList, and ``firewalls`` (insert, get, delete on the project's ``networks``) with
-``globalOperations.get``. Inserts check the machine type and attached GPUs against the zone, names,
-labels and regional quotas (``quotas``: ``"REGION/METRIC" -> limit``, metrics ``CPUS`` and
-``NVIDIA_<MODEL>_GPUS``), honour ``requestId`` (a resend answers the first operation) and
-``minCount`` against a zone's remaining ``capacity``. Operations finish when read
-``operation_polls`` times and their verb is not held (:meth:`ComputeCloud.hold`), so tests
-never wait on real time. With ``service_account_exists`` (the embedded IAM's), a VM naming a
-service account that does not exist is refused, as Compute Engine does. Faults: :class:`Fault`.
+Serves ``instances`` (bulkInsert, get, delete, setLabels, getSerialPortOutput,
+aggregatedList with label and name filters and pages), ``zoneOperations.get``,
+``machineTypes`` / ``acceleratorTypes`` aggregatedList, and ``firewalls`` (insert, get, delete
+on the project's ``networks``) with ``globalOperations.get``. Inserts check the machine type
+and attached GPUs against the zone, names, labels and regional quotas (``quotas``:
+``"REGION/METRIC" -> limit``, metrics ``CPUS`` and ``NVIDIA_<MODEL>_GPUS``), honour
+``requestId`` (a resend answers the first operation) and ``minCount`` against a zone's
+remaining ``capacity``. Operations finish when read ``operation_polls`` times and their verb
+is not held (:meth:`ComputeCloud.hold`), so tests never wait on real time. With
+``service_account_exists`` (the embedded IAM's), a VM naming a service account that does not
+exist is refused, as Compute Engine does. Faults: :class:`Fault`. Each VM's serial port holds
+a canned boot log (:data:`BOOT_LOG`) that tests replace with
+:meth:`ComputeCloud.set_serial_output`.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ _PERMISSIONS = {
     "get": "compute.instances.get",
     "delete": "compute.instances.delete",
     "setLabels": "compute.instances.setLabels",
+    "serialPort": "compute.instances.getSerialPortOutput",
     "list": "compute.instances.list",
     "operation": "compute.zoneOperations.get",
     "machineTypes": "compute.machineTypes.list",
@@ -59,6 +63,18 @@ _PERMISSIONS = {
     "firewalls.delete": "compute.firewalls.delete",
     "globalOperation": "compute.globalOperations.get",
 }
+
+
+BOOT_LOG = """\
+SeaBIOS (version 1.8.2-google)
+Booting from Hard Disk 0...
+[    0.000000] Linux version 6.1.0-27-cloud-amd64
+[    2.114201] systemd[1]: Reached target Basic System.
+Starting Google Compute Engine Startup Scripts...
+google_metadata_script_runner[612]: Starting startup scripts (version 20240712.00).
+google_metadata_script_runner[612]: Found startup-script in metadata.
+"""
+"""What a VM's serial port shows until a test sets its own."""
 
 
 @dataclass
@@ -124,6 +140,8 @@ class ComputeCloud:
         self._faults: list[Fault] = []
         self._held: set[str] = set()
         self._ids = itertools.count(1000)
+        self._serial: dict[str, str] = {}
+        """VM name -> its serial port output (absent: :data:`BOOT_LOG`)."""
 
     # Tests ----------------------------------------------------------------------------------
     def hold(self, verb: str) -> None:
@@ -156,6 +174,11 @@ class ComputeCloud:
                 project, zone, name, {"machineType": "n1-standard-1", "labels": labels}
             )
             self._instances[(project, zone, name)]["status"] = "RUNNING"
+
+    def set_serial_output(self, name: str, text: str) -> None:
+        """What VM ``name``'s serial port 1 shows (any zone, any project)."""
+        with self._lock:
+            self._serial[name] = text
 
     def instance_names(self) -> list[str]:
         """``zone/name`` of every VM, any project (for tests)."""
@@ -402,6 +425,24 @@ class ComputeCloud:
             self._advance()
             self._enter("get", zone, f"projects/{project}/zones/{zone}/instances/{name}")
             return dict(self._instance(project, zone, name))
+
+    def serial_port(self, project: str, zone: str, name: str, query: Mapping[str, str]) -> dict:
+        """``getSerialPortOutput``: from byte ``start`` (negative: the last -start bytes)."""
+        with self._lock:
+            self._advance()
+            resource = f"projects/{project}/zones/{zone}/instances/{name}"
+            self._enter("serialPort", zone, resource)
+            self._instance(project, zone, name)
+            text = self._serial.get(name, BOOT_LOG).encode()
+            start = int(query.get("start") or 0)
+            begin = max(0, len(text) + start) if start < 0 else min(start, len(text))
+            return {
+                "kind": "compute#serialPortOutput",
+                "contents": text[begin:].decode(errors="replace"),
+                "start": str(begin),
+                "next": str(len(text)),
+                "selfLink": f"{BASE}/{resource}/serialPort?port={query.get('port', '1')}",
+            }
 
     def delete(self, project: str, zone: str, name: str, request: str) -> dict:
         with self._lock:
@@ -671,6 +712,8 @@ class ComputeCloud:
                 return self.delete(project, zone, name, request)
             if name and verb == "setLabels" and method == "POST":
                 return self.set_labels(project, zone, name, body)
+            if name and verb == "serialPort" and method == "GET":
+                return self.serial_port(project, zone, name, query)
         raise ApiError(404, "NOT_FOUND", f"{method} {path} is not part of the emulated API.")
 
 

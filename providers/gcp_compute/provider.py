@@ -46,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 MAX_RESENDS = 3
 MAX_BACKOFF_S = 20.0
+CONSOLE_BYTES = 16384
+"""How much of the end of a VM's serial port output ``console_output`` reads."""
 
 
 class GceNodeProvider(NodeProvider):
@@ -265,6 +267,22 @@ class GceNodeProvider(NodeProvider):
             except API_ERRORS as exc:
                 if not is_not_found(exc):
                     raise classify(exc, action=action) from exc
+
+    # Diagnosing ---------------------------------------------------------------------------
+    def console_output(self, node_id: str) -> str | None:
+        """The end of an owned VM's serial port 1 (``instances.getSerialPortOutput``), where
+        the boot and startup-script logs go; None for a VM that is not the cluster's."""
+        found = self._owned(node_id)
+        if found is None:
+            return None
+        zone, vm = found
+        with cloud_call(action="compute.instances.getSerialPortOutput"):
+            try:
+                return self.api.serial_port_output(zone, vm.name, CONSOLE_BYTES) or None
+            except API_ERRORS as exc:
+                if is_not_found(exc):
+                    return None
+                raise
 
     # Before launching --------------------------------------------------------------------
     def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:

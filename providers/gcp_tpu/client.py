@@ -10,8 +10,7 @@ from google.api_core.operation import Operation
 from google.cloud import tpu_v2
 from google.protobuf import field_mask_pb2
 
-from providers.errors import InvalidConfigError
-from providers.gcp.api import CallSettings, client_kwargs
+from providers.gcp.api import CallSettings, client_kwargs, project_of
 
 PAGE_SIZE = 100
 
@@ -20,10 +19,7 @@ class TpuApi:
     """Calls on ``projects/<project_id>/locations/<zone>`` through ``tpu_v2.TpuClient``."""
 
     def __init__(self, provider_config: Mapping[str, Any]) -> None:
-        project = provider_config.get("project_id")
-        if not project:
-            raise InvalidConfigError("provider.project_id is required", field="project_id")
-        self.project = str(project)
+        self.project = project_of(provider_config)
         self.settings = CallSettings(provider_config)
         self.client = tpu_v2.TpuClient(**client_kwargs(provider_config))
 

@@ -125,6 +125,51 @@ def test_monitor_once_launches_for_the_recorded_demand(cluster_yaml, provider):
     assert "launched 0" in again.output
 
 
+def hold(cluster_yaml: str, node_type: str) -> None:
+    """Record FAILURE_LIMIT nodes of ``node_type`` in a row that never reported, just now."""
+    import time
+
+    from autoscaler.boot_failures import (
+        FAILURE_LIMIT,
+        Console,
+        config_fingerprint,
+        record_failure,
+    )
+    from autoscaler.config import load_cluster_config
+    from autoscaler.lifecycle import WAITING_FOR_REPORT
+
+    config = config_fingerprint(load_cluster_config(cluster_yaml), node_type)
+    streak = None
+    for n in range(FAILURE_LIMIT):
+        console = Console(("cloud-init: running startup script", "agent: AccessDenied"))
+        streak, _ = record_failure(
+            streak, node_type, WAITING_FOR_REPORT, f"n{n}", 1900, console, config, time.time()
+        )
+    store = StateStore(state_path("cli"))
+    store.save_boot_failures(node_type, streak.to_json())
+    store.close()
+
+
+def test_monitor_once_exits_non_zero_while_a_node_type_is_held(cluster_yaml, provider):
+    hold(cluster_yaml, "tpu_v4_8")
+    result = autoscale("monitor", cluster_yaml, "--once")
+    assert result.exit_code == 1
+    assert "launched 0" in result.output and "held tpu_v4_8" in result.output
+    (line,) = [line for line in result.output.splitlines() if line.startswith("Error")]
+    assert "tpu_v4_8 is held, not replaced: 3 nodes in a row never reported" in line
+    assert provider.nodes() == []  # not even its min_workers
+    table = autoscale("status", cluster_yaml)
+    assert table.exit_code == 0, table.output
+    assert "Held node types" in table.output and "agent: AccessDenied" in table.output
+    (held,) = json.loads(autoscale("status", cluster_yaml, "--json").output)["held_node_types"]
+    assert held["node_type"] == "tpu_v4_8" and held["failures"] == 3
+    down = autoscale("down", cluster_yaml, "--yes")  # clears the hold with the state
+    assert down.exit_code == 0, down.output
+    again = autoscale("monitor", cluster_yaml, "--once")
+    assert again.exit_code == 0, again.output
+    assert "launched 2 x tpu_v4_8" in again.output
+
+
 def test_status_json_lists_nodes_from_the_cloud_after_the_state_folder_is_gone(
     cluster_yaml, state_dir
 ):

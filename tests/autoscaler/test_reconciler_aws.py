@@ -155,3 +155,42 @@ def test_two_hundred_idle_nodes_are_reclaimed_in_one_round(reconciler):
     assert len(result.terminated) == 200
     assert calls == [1]  # one batched call
     assert reconciler.provider.nodes() == []
+
+
+MOTO_CONSOLE_LAST_LINE = "Enabling fast FPU save and restore... done."
+
+
+def test_never_reporting_types_are_held_after_the_limit_with_their_console(reconciler):
+    """No instance ever reports (e.g. no instance profile): each type is replaced until the
+    limit, then held; the demand moves to the next type, until every fitting type is held
+    and nothing is launched any more."""
+    from autoscaler.boot_failures import FAILURE_LIMIT
+
+    reconciler.store.set_demand({"bundles": [{"GPU": 1}]}, 0)
+    assert reconciler.tick().launched == {"t4": 1}
+    reads = []
+    reconciler.provider.ec2.meta.events.register(
+        "before-call.ec2.GetConsoleOutput", lambda **_: reads.append(1)
+    )
+    launched = []
+    for _ in range(2 * FAILURE_LIMIT):
+        reconciler.clock.advance(31 * 60)
+        result = reconciler.tick()
+        assert len(result.terminated) == 1
+        launched.append(result.launched)
+    assert launched == [{"t4": 1}] * (FAILURE_LIMIT - 1) + [{"t4x4": 1}] * FAILURE_LIMIT + [{}]
+    assert sorted(h.node_type for h in result.held) == ["t4", "t4x4"]
+    assert len(reads) == 2 * FAILURE_LIMIT  # one read per stuck node, before terminating it
+    ended = [e for e in reconciler.store.events() if e.kind == "terminated"]
+    assert all(e.data["console"][-1] == MOTO_CONSOLE_LAST_LINE for e in ended)
+    assert all(MOTO_CONSOLE_LAST_LINE in e.message for e in ended)
+    held = [e for e in reconciler.store.events() if e.kind == "held"]
+    assert [e.node_type for e in held] == ["t4", "t4x4"]
+    assert held[0].message.startswith("stopped replacing t4: 3 nodes in a row never reported")
+    assert MOTO_CONSOLE_LAST_LINE in held[0].message
+    for _ in range(3):
+        reconciler.clock.advance(3600)
+        assert reconciler.tick().launched == {}
+    assert reconciler.provider.nodes() == []
+    (infeasible,) = reconciler.current_plan().infeasible
+    assert "t4 (held: 3 nodes in a row never reported)" in infeasible.reason

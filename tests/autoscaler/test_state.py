@@ -44,3 +44,28 @@ def test_clear_forgets_everything(tmp_path):
     store.clear()
     assert store.demand() == {"bundles": [], "placement_groups": []}
     assert store.events() == []
+
+
+def test_boot_failure_streaks_survive_reopening_and_clear(tmp_path):
+    store = StateStore(tmp_path / "state.db")
+    store.save_boot_failures("gpu", {"cause": "waiting_for_report", "count": 2})
+    store.close()
+    reopened = StateStore(tmp_path / "state.db")
+    assert reopened.boot_failures() == {"gpu": {"cause": "waiting_for_report", "count": 2}}
+    reopened.save_boot_failures("gpu", None)
+    assert reopened.boot_failures() == {}
+    reopened.save_boot_failures("gpu", {"count": 3})
+    reopened.clear()
+    assert reopened.boot_failures() == {}
+
+
+def test_a_state_file_from_before_streaks_reads_as_none(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "state.db"
+    StateStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE boot_failures")
+    store = StateStore.open_read_only(path)
+    assert store.boot_failures() == {}
+    store.close()

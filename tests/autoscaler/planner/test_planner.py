@@ -245,6 +245,20 @@ def test_unavailable_types_are_routed_around():
     assert "out of capacity" in only.infeasible[0].reason
 
 
+def test_a_held_type_launches_nothing_not_even_min_workers_and_says_why():
+    why = "held: 3 nodes in a row never reported"
+    held = NodeType(
+        "g4dn.xlarge", T4.resources, 0.526, min_workers=2, available=False, unavailable_reason=why
+    )
+    result = run([held], bundles=[({"GPU": 1}, 1)])
+    assert result.launch_counts() == {}
+    assert (
+        result.infeasible[0].reason
+        == f"every fitting node type is unavailable now: g4dn.xlarge ({why})"
+    )
+    assert f"g4dn.xlarge: {why}; not launched" in result.notes
+
+
 def test_neuron_demand_picks_trainium():
     result = run([CPU8, TRN1], bundles=[({"neuron_cores": 32}, 1), ({"neuron_cores": 1}, 8)])
     assert result.launch_counts() == {"trn1.32xlarge": 2}
