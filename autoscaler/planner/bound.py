@@ -21,7 +21,7 @@ import numpy as np
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.items import DEVICE_RESOURCES, Item
-from autoscaler.planner.patterns import GUARD_TIME_S, Kind, fit, new_solver
+from autoscaler.planner.patterns import GUARD_TIME_S, Kind, add_rows, fit, new_solver
 
 MIP_BOUND_ABOVE = 0.01
 """Where the plan costs more than this above the LP bound, whole units are required too."""
@@ -132,27 +132,10 @@ def lower_bounds(
 
     def model():
         h = new_solver()
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("random_seed", 0)
-        h.setOptionValue("time_limit", GUARD_TIME_S)
         n = len(cost)
         h.addVars(n, np.array(lower), np.array(upper))
         h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))
-        starts, index, value = [], [], []
-        for cols, vals, _, _ in rows:
-            starts.append(len(index))
-            index.extend(cols)
-            value.extend(vals)
-        h.addRows(
-            len(rows),
-            np.array([r[2] for r in rows]),
-            np.array([r[3] for r in rows]),
-            len(index),
-            np.array(starts, np.int32),
-            np.array(index, np.int32),
-            np.array(value),
-        )
+        add_rows(h, rows)
         return h
 
     h = model()

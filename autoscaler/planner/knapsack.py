@@ -45,7 +45,7 @@ def best_unit(
     ``needs_anchor``: the unit must hold an item that is not a rider."""
     import highspy
 
-    from autoscaler.planner.patterns import GUARD_TIME_S, new_solver
+    from autoscaler.planner.patterns import add_rows, new_solver
 
     chosen = [
         item
@@ -68,10 +68,6 @@ def best_unit(
         return Unit(0.0, None)
 
     h = new_solver()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("random_seed", 0)
-    h.setOptionValue("time_limit", GUARD_TIME_S)
     h.setOptionValue("mip_max_nodes", KNAPSACK_MAX_NODES)
     h.setOptionValue("mip_rel_gap", 1e-6)
     n = len(cost)
@@ -81,20 +77,7 @@ def best_unit(
         n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n)
     )
     if rows:
-        starts, index, value = [], [], []
-        for cols, vals, _, _ in rows:
-            starts.append(len(index))
-            index.extend(cols)
-            value.extend(vals)
-        h.addRows(
-            len(rows),
-            np.array([r[2] for r in rows]),
-            np.array([r[3] for r in rows]),
-            len(index),
-            np.array(starts, np.int32),
-            np.array(index, np.int32),
-            np.array(value),
-        )
+        add_rows(h, rows)
     h.changeObjectiveSense(highspy.ObjSense.kMaximize)
     h.run()
     status = h.getModelStatus()

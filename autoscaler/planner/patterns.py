@@ -242,10 +242,6 @@ class Master:
         self.surcharge = surcharge
         self.h = new_solver()
         h = self.h
-        h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", 1)
-        h.setOptionValue("random_seed", 0)
-        h.setOptionValue("time_limit", GUARD_TIME_S)
         inf = highspy.kHighsInf
         self.row_of = {item.index: row for row, item in enumerate(items)}
         for item in items:
@@ -742,9 +738,10 @@ def _price(
 
 
 def new_solver():
-    """A HiGHS instance. Its constructor prints a banner on the C stdout before any option
-    can be set, which would corrupt ``--json`` output, so file descriptor 1 is pointed at
-    /dev/null while it is made."""
+    """A quiet, deterministic HiGHS instance (one thread, fixed seed, the time limit only as
+    a guard). Its constructor prints a banner on the C stdout before any option can be set,
+    which would corrupt ``--json`` output, so file descriptor 1 is pointed at /dev/null while
+    it is made."""
     import highspy
 
     sys.stdout.flush()
@@ -756,4 +753,26 @@ def new_solver():
     finally:
         os.dup2(saved, 1)
         os.close(saved)
+    solver.setOptionValue("output_flag", False)
+    solver.setOptionValue("threads", 1)
+    solver.setOptionValue("random_seed", 0)
+    solver.setOptionValue("time_limit", GUARD_TIME_S)
     return solver
+
+
+def add_rows(solver, rows: Sequence[tuple[list[int], list[float], float, float]]) -> None:
+    """Add ``rows`` (columns, coefficients, lower, upper) to ``solver`` in one call."""
+    starts, index, value = [], [], []
+    for cols, vals, _, _ in rows:
+        starts.append(len(index))
+        index.extend(cols)
+        value.extend(vals)
+    solver.addRows(
+        len(rows),
+        np.array([r[2] for r in rows]),
+        np.array([r[3] for r in rows]),
+        len(index),
+        np.array(starts, np.int32),
+        np.array(index, np.int32),
+        np.array(value),
+    )
