@@ -196,15 +196,7 @@ class StateStore:
 
     def save_offering(self, key: str, body: Mapping[str, Any] | None) -> None:
         """Store an unavailable-offering record; ``None`` deletes it."""
-        with self.transaction() as db:
-            if body is None:
-                db.execute("DELETE FROM offerings WHERE key = ?", (key,))
-                return
-            db.execute(
-                "INSERT INTO offerings (key, body) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET body = excluded.body",
-                (key, json.dumps(body)),
-            )
+        self._save_json("offerings", "key", key, body)
 
     # Boot failure streaks (``autoscaler.boot_failures``) ------------------------------
     def boot_failures(self) -> dict[str, dict[str, Any]]:
@@ -218,14 +210,20 @@ class StateStore:
 
     def save_boot_failures(self, node_type: str, body: Mapping[str, Any] | None) -> None:
         """Store a node type's streak; ``None`` ends it."""
+        self._save_json("boot_failures", "node_type", node_type, body)
+
+    def _save_json(
+        self, table: str, key_column: str, key: str, body: Mapping[str, Any] | None
+    ) -> None:
+        """Upsert ``body`` as JSON under ``key`` in a (key, body) table; ``None`` deletes."""
         with self.transaction() as db:
             if body is None:
-                db.execute("DELETE FROM boot_failures WHERE node_type = ?", (node_type,))
+                db.execute(f"DELETE FROM {table} WHERE {key_column} = ?", (key,))
                 return
             db.execute(
-                "INSERT INTO boot_failures (node_type, body) VALUES (?, ?) "
-                "ON CONFLICT(node_type) DO UPDATE SET body = excluded.body",
-                (node_type, json.dumps(body)),
+                f"INSERT INTO {table} ({key_column}, body) VALUES (?, ?) "
+                f"ON CONFLICT({key_column}) DO UPDATE SET body = excluded.body",
+                (key, json.dumps(body)),
             )
 
     # Node reports (from the report endpoint) -------------------------------------------

@@ -28,6 +28,7 @@ from providers.gcp.emulator import GcpEmulator
 from providers.gcp.provider import GcpNodeProvider
 from providers.gcp_compute.emulator import ComputeCloud
 from tests.fakes.clock import Clock
+from tests.fakes.clusters import gcp_settings
 
 CLUSTER = "boot"
 GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
@@ -95,16 +96,7 @@ def compute() -> ComputeCloud:
 @pytest.fixture
 def provider_config(compute):
     with GcpEmulator(compute=compute) as server:
-        yield {
-            "type": "gcp",
-            "project_id": "p",
-            "availability_zone": "us-central2-b",
-            "region": "us-central2",
-            "endpoint_url": server.url,
-            "operation_timeout_s": 10,
-            "operation_poll_s": 0.02,
-            "retry_deadline_s": 2,
-        }
+        yield gcp_settings(server.url)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from providers.gcp.provider import GcpNodeProvider
 from providers.gcp_tpu import GcpTpuNodeProvider
 from providers.gcp_tpu.emulator import Fault, TpuCloud, TpuEmulator
 from tests.fakes.clock import Clock
+from tests.fakes.clusters import gcp_settings
 
 GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
 
@@ -28,16 +29,7 @@ def cloud() -> TpuCloud:
 @pytest.fixture
 def provider_config(cloud):
     with TpuEmulator(cloud=cloud) as server:
-        yield {
-            "type": "gcp",
-            "project_id": "p",
-            "availability_zone": "us-central2-b",
-            "region": "us-central2",
-            "endpoint_url": server.url,
-            "operation_timeout_s": 10,
-            "operation_poll_s": 0.02,
-            "retry_deadline_s": 2,
-        }
+        yield gcp_settings(server.url)
 
 
 def config(provider_config, **overrides):

@@ -9,6 +9,22 @@ import yaml
 TPU_NODE_CONFIG = {"acceleratorType": "v4-8", "runtimeVersion": "tpu-ubuntu2204-base"}
 
 
+def gcp_settings(url: str, **extra) -> dict:
+    """The provider section of a GCP cluster on the fake Google server at ``url``, with
+    short operation polls and retry deadlines so tests run fast."""
+    return {
+        "type": "gcp",
+        "project_id": "p",
+        "availability_zone": "us-central2-b",
+        "region": "us-central2",
+        "endpoint_url": url,
+        "operation_timeout_s": 10,
+        "operation_poll_s": 0.02,
+        "retry_deadline_s": 2,
+        **extra,
+    }
+
+
 def write_cluster(tmp_path: Path, url: str, name: str = "ops", **settings) -> Path:
     """A GCP TPU cluster YAML on the fake TPU server at ``url``: head ``head``, workers
     ``tpu_v4_8`` (min 2, max 6); ``settings`` override top-level keys."""
