@@ -53,6 +53,37 @@ def now_rfc3339() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+class FakeControls:
+    """What tests do to a fake cloud: hold operations of a verb until released, and inject
+    faults. A subclass sets ``_lock``, ``_held``, ``_faults`` and defines ``_advance``
+    (finish what is due)."""
+
+    _lock: threading.Lock
+    _held: set[str]
+    _faults: list
+
+    def hold(self, verb: str) -> None:
+        """Keep operations of ``verb`` running until :meth:`release`."""
+        with self._lock:
+            self._held.add(verb)
+
+    def release(self, verb: str) -> None:
+        with self._lock:
+            self._held.discard(verb)
+            self._advance()
+
+    def inject(self, fault: Any) -> None:
+        with self._lock:
+            self._faults.append(fault)
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    def _advance(self) -> None:
+        raise NotImplementedError
+
+
 class _Handler(BaseHTTPRequestHandler):
     route: Route
     protocol_version = "HTTP/1.1"

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from providers.gcp.fake_api import ApiError, LostAnswer, now_rfc3339
+from providers.gcp.fake_api import ApiError, FakeControls, LostAnswer, now_rfc3339
 
 BASE = "https://www.googleapis.com/compute/v1"
 _PREFIX = r"^/compute/v1/projects/([^/]+)"
@@ -100,7 +100,7 @@ def _region(zone: str) -> str:
     return zone.rsplit("-", 1)[0]
 
 
-class ComputeCloud:
+class ComputeCloud(FakeControls):
     """The emulated Compute Engine state: VMs, operations, zones' types, capacity, quotas."""
 
     def __init__(
@@ -143,25 +143,7 @@ class ComputeCloud:
         self._serial: dict[str, str] = {}
         """VM name -> its serial port output (absent: :data:`BOOT_LOG`)."""
 
-    # Tests ----------------------------------------------------------------------------------
-    def hold(self, verb: str) -> None:
-        """Keep ``bulkInsert``/``delete``/``setLabels`` operations running until released."""
-        with self._lock:
-            self._held.add(verb)
-
-    def release(self, verb: str) -> None:
-        with self._lock:
-            self._held.discard(verb)
-            self._advance()
-
-    def inject(self, fault: Fault) -> None:
-        with self._lock:
-            self._faults.append(fault)
-
-    def clear_faults(self) -> None:
-        with self._lock:
-            self._faults.clear()
-
+    # Tests (hold, release, inject, clear_faults: FakeControls) ---------------------------
     def preempt(self, project: str, zone: str, name: str) -> None:
         """Preempt a spot VM: it stops (TERMINATED) and stays listed until deleted."""
         with self._lock:

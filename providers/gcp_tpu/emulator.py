@@ -29,7 +29,13 @@ from google.cloud.tpu_v2.types import cloud_tpu
 
 from accel.tpu_generations import generation, parse_pod_type
 from instance_catalog.tpu import tpu_slice, tpu_slice_types, tpu_zones
-from providers.gcp.fake_api import ApiError, FakeServer, any_detail, now_rfc3339
+from providers.gcp.fake_api import (
+    ApiError,
+    FakeControls,
+    FakeServer,
+    any_detail,
+    now_rfc3339,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -141,7 +147,7 @@ def _catalog_zones() -> dict[str, list[str]]:
     return zones
 
 
-class TpuCloud:
+class TpuCloud(FakeControls):
     """The emulated TPU API state: nodes and operations of every project and zone."""
 
     def __init__(
@@ -179,27 +185,9 @@ class TpuCloud:
         self.zones = zones if zones is not None else _catalog_zones()
         """Zone -> slice types offered there (``acceleratorTypes``, ``locations``)."""
 
-    # Holding operations (tests) ----------------------------------------------------------
-    def hold(self, verb: str) -> None:
-        """Keep ``create``/``delete``/``update`` operations running until :meth:`release`;
-        ``provision`` keeps queued resources waiting for capacity."""
-        with self._lock:
-            self._held.add(verb)
-
-    def release(self, verb: str) -> None:
-        with self._lock:
-            self._held.discard(verb)
-            self._advance()
-
-    # Faults -------------------------------------------------------------------------------
-    def inject(self, fault: Fault) -> None:
-        with self._lock:
-            self._faults.append(fault)
-
-    def clear_faults(self) -> None:
-        with self._lock:
-            self._faults.clear()
-
+    # Tests: hold, release, inject, clear_faults (FakeControls). Holding ``create``,
+    # ``delete`` or ``update`` keeps those operations running; ``provision`` keeps queued
+    # resources waiting for capacity.
     def _take_fault(self, method: str, zone: str, accelerator_type: str | None) -> Fault | None:
         for fault in self._faults:
             if (
