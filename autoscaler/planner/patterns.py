@@ -12,13 +12,16 @@ copies being covered (a STRICT_SPREAD gang is left unplaced only whole), per-kin
 limits, prices its duals; a per-kind knapsack (greedy packings in several orders, then a
 wider search once those find nothing; exact device accounting) offers patterns with a
 negative reduced cost, until none is found or a fixed round count is reached. Fewer nodes:
-a second phase prices each new unit at :data:`NODE_TOLERANCE` of the average unit cost, so
-bigger units win ties. Integer plan: the units the LP takes whole are kept; the remainder
+a second phase prices each new unit at :data:`NODE_PRICING` of the average unit cost, so
+patterns of bigger units are generated too. Integer plan: the units the LP takes whole are
+kept (each new unit priced at :data:`NODE_TOLERANCE`, so bigger units win ties); the remainder
 (a few units per basic pattern) gets its own column generation, seeded with small
 single-item units, and a MIP (deterministic node limit) over all patterns. Small plans
 (:data:`EXACT_UNITS`): every kind is also priced exactly (:mod:`~autoscaler.planner.knapsack`),
 which gives Lagrangian cost bounds (:class:`DualBound`), and a dive makes a second integer
-plan; the better one after :mod:`~autoscaler.planner.improve` is kept. Nothing depends on
+plan; the better one after :mod:`~autoscaler.planner.improve` is kept. Last, among the plans
+over every pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP
+takes one with the fewest new units (:data:`FEWEST_UNITS_MAX`). Nothing depends on
 wall-clock time; a time limit is only a last-resort guard, reported when hit.
 """
 
@@ -50,6 +53,16 @@ NODE_TOLERANCE = 0.005
 """Fewer nodes at (nearly) equal cost: each new unit is priced at this fraction of the
 average unit cost of the cheapest fractional plan, so the plan pays at most about this
 fraction of its cost for launching fewer, bigger units."""
+NODE_PRICING = 0.03
+"""While generating patterns for fewer nodes, each new unit is priced at this fraction of the
+average unit cost: bigger-unit patterns enter the pool the fewest-nodes step chooses from
+(what a plan may cost more is still :data:`NODE_TOLERANCE`)."""
+FEWEST_UNITS_MAX = 1000
+"""The fewest-nodes step (a MIP over every pattern seen) runs for plans of at most this many
+new units; bigger plans are within a few percent of their node bound already and the MIP
+would cost more time than the target allows."""
+FEWEST_MIP_NODES = 100
+"""Branch-and-bound nodes for the fewest-nodes MIP (deterministic; it starts from a plan)."""
 TIE_BREAK = 1e-3
 """Per-unit surcharge, as a fraction of the cheapest price, so equal-cost patterns favour
 bigger units (it changes any plan's cost by at most this fraction)."""
@@ -255,6 +268,7 @@ class Master:
         if global_room is not None:
             self.global_row = h.getNumRow()
             h.addRow(-inf, float(global_room), 0, np.array([], np.int32), np.array([]))
+        self.cost_row = None
         self.slack_cols: list[int] = []
         rows_of: dict[tuple, list[int]] = {}
         for item in items:  # copies left unplaced (whole gangs), at a penalty per bundle
@@ -297,6 +311,9 @@ class Master:
         if self.global_row is not None and kind.new:
             rows.append(self.global_row)
             vals.append(1.0)
+        if self.cost_row is not None and kind.cost:
+            rows.append(self.cost_row)
+            vals.append(kind.cost)
         self.cols.append(self.h.getNumCol())
         self.patterns.append(pattern)
         self.h.addCol(
@@ -318,9 +335,11 @@ class Master:
         duals = list(self.h.getSolution().row_dual)
         item_duals = {index: max(0.0, duals[row]) for index, row in self.row_of.items()}
         global_dual = duals[self.global_row] if self.global_row is not None else 0.0
+        cost_dual = duals[self.cost_row] if self.cost_row is not None else 0.0
         kind_duals = {
             kind.index: (duals[self.limit_row[kind.index]] if kind.index in self.limit_row else 0.0)
             + (global_dual if kind.new else 0.0)
+            + cost_dual * kind.cost
             for kind in self.kinds
         }
         return item_duals, kind_duals, self.h.getInfo().objective_function_value
@@ -348,6 +367,18 @@ class Master:
                 len(self.cols), np.array(self.cols, np.int32), np.array(costs, np.float64)
             )
 
+    def cap_cost(self, budget: float) -> None:
+        """Only plans whose units cost at most ``budget`` (patterns added later included)."""
+        costs = [self.kinds[p.kind].cost for p in self.patterns]
+        self.cost_row = self.h.getNumRow()
+        self.h.addRow(
+            -self.highspy.kHighsInf,
+            budget,
+            len(self.cols),
+            np.array(self.cols, np.int32),
+            np.array(costs, np.float64),
+        )
+
     def bound_rows(
         self,
         demand: Mapping[int, int],
@@ -369,6 +400,7 @@ class Master:
         absolute_gap: float = 0.0,
         start: Mapping[Pattern, int] | None = None,
         demand: Mapping[int, int] | None = None,
+        max_nodes: int = MIP_MAX_NODES,
     ) -> list[int]:
         """Units per pattern: the integer plan of least cost plus surcharges over the
         generated patterns (falls back to the LP solution rounded down). ``start``: a plan
@@ -384,7 +416,7 @@ class Master:
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
         h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
         h.setOptionValue("mip_allow_restart", False)
-        h.setOptionValue("mip_max_nodes", MIP_MAX_NODES)
+        h.setOptionValue("mip_max_nodes", max_nodes)
         if start is not None and demand is not None:
             self._start(start, demand)
         values = self._run_mip(notes, "integer plan")
@@ -476,14 +508,17 @@ def generate(
     # Fewer nodes: price each new unit at NODE_TOLERANCE of the average unit cost of the
     # cheapest (fractional) plan, generate the patterns that favours.
     if lp_units > 0 and lp_cost > 0:
-        master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
+        master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
         rounds += _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
         if exact:
             dual_bounds += _exact_rounds(master, kinds, share_of, caps, by_index)
+        master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
+        master.solve_lp()
 
     from autoscaler.planner.improve import improve  # it packs with this module's helpers
 
-    args = (master, items, demand, kinds, limits, global_room, penalty, share_of, notes)
+    pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
+    args = (master, items, demand, kinds, limits, global_room, penalty, share_of, notes, pool)
     plans = [_round(*args)]
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
         plans.append(_dive(*args))
@@ -491,7 +526,12 @@ def generate(
         dict(improve(list(p.items()), kinds, by_index, demand, global_room, master.surcharge))
         for p in plans
     ]
+    for plan in plans:
+        pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
+    taken = _fewest_units(
+        taken, list(pool), items, demand, kinds, limits, global_room, share_of, notes
+    )
     if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
     chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
@@ -504,7 +544,7 @@ def generate(
     return Result(kinds, chosen, unplaced, notes, dual_bounds)
 
 
-def _round(master, items, demand, kinds, limits, global_room, penalty, share_of, notes):
+def _round(master, items, demand, kinds, limits, global_room, penalty, share_of, notes, pool):
     """Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
     pattern) is planned again with patterns generated for it, then solved as a MIP."""
     by_index = {item.index: item for item in items}
@@ -533,6 +573,7 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, share_of,
     for item in rest_items:  # small units for what is left: each item alone
         _seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
     _column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
+    pool.update(dict.fromkeys(residual.patterns))
     for pattern, units in zip(
         residual.patterns, residual.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
     ):
@@ -541,7 +582,7 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, share_of,
     return taken
 
 
-def _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, notes):
+def _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, notes, pool):
     """Integer plan by diving: fix the units the LP takes whole, and where it takes none the
     pattern it takes most of; plan what is left again (patterns made for it); repeat. Then a
     MIP over every pattern seen, started from the dive's plan, may combine them better."""
@@ -582,6 +623,7 @@ def _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, 
             step = {dive.patterns[best]: 1}
         for pattern, units in step.items():
             fixed[pattern] = fixed.get(pattern, 0) + units
+    pool.update(dict.fromkeys(dive.patterns))
     final = Master(items, demand, kinds, limits, global_room, penalty, master.surcharge)
     for pattern in dive.patterns:
         final.add(pattern)
@@ -591,6 +633,42 @@ def _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, 
     return (
         chosen if _objective(final, chosen, demand) <= _objective(final, fixed, demand) else fixed
     )
+
+
+def _fewest_units(
+    taken: Mapping[Pattern, int],
+    pool: Sequence[Pattern],
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    kinds: Sequence[Kind],
+    limits: Mapping[int, int | None],
+    global_room: int | None,
+    share_of: Mapping[tuple[int, int], tuple[float, float]],
+    notes: list[str],
+) -> Mapping[Pattern, int]:
+    """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
+    :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP with a deterministic
+    node limit, started from ``taken``); ``taken`` where none has fewer."""
+    new_units = sum(u for p, u in taken.items() if kinds[p.kind].new)
+    if not 1 < new_units <= FEWEST_UNITS_MAX:
+        return taken
+    covered = _covered(taken)
+    placed = {index: min(n, covered.get(index, 0)) for index, n in demand.items()}
+    cost = sum(kinds[p.kind].cost * u for p, u in taken.items())
+    budget = cost * (1 + NODE_TOLERANCE) + 1e-9
+    weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
+    penalty = weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
+    master = Master(items, placed, kinds, limits, global_room, penalty, weight)
+    for pattern in pool:
+        master.add(pattern)
+    master.cap_cost(budget)
+    _column_generation(master, kinds, share_of, placed, MAX_ROUNDS)
+    units = master.solve_integer(notes, 0.5, taken, placed, FEWEST_MIP_NODES)
+    chosen = {p: u for p, u in zip(master.patterns, units, strict=True) if u > 0}
+    fewer = sum(u for p, u in chosen.items() if kinds[p.kind].new) < new_units
+    within = sum(kinds[p.kind].cost * u for p, u in chosen.items()) <= budget
+    covers = all(_covered(chosen).get(i, 0) >= n for i, n in placed.items())
+    return chosen if fewer and within and covers else taken
 
 
 def _objective(master: Master, chosen: Mapping[Pattern, int], demand: Mapping[int, int]) -> float:

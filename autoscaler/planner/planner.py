@@ -150,10 +150,10 @@ def plan(request: PlanRequest) -> Plan:
     notes.extend(_policy_notes(policy, realised, by_index, types))
     if node_count > 1:
         notes.append(
-            f"fewer nodes at nearly equal cost: each new node is priced at {NODE_TOLERANCE:.1%} "
-            f"of the average node cost while choosing; {node_count} nodes (no plan placing as "
-            f"much at most {NODE_TOLERANCE:.1%} dearer than this one launches fewer than "
-            f"{node_bound})"
+            f"fewer nodes at nearly equal cost: the fewest found among plans at most "
+            f"{NODE_TOLERANCE:.1%} dearer than the cheapest found; {node_count} nodes (no plan "
+            f"placing as much at most {NODE_TOLERANCE:.1%} dearer than this one launches fewer "
+            f"than {node_bound})"
         )
     return Plan(
         launches=tuple(launches),
