@@ -50,9 +50,10 @@ MIP_MAX_NODES = 400
 GUARD_TIME_S = 20.0
 """Last-resort guard per solver call; never reached on sane inputs, reported when it is."""
 NODE_TOLERANCE = 0.005
-"""Fewer nodes at (nearly) equal cost: each new unit is priced at this fraction of the
-average unit cost of the cheapest fractional plan, so the plan pays at most about this
-fraction of its cost for launching fewer, bigger units."""
+"""Fewer nodes at (nearly) equal cost: a plan may cost at most this fraction more than the
+cheapest one found to launch fewer units. While rounding, each new unit is also priced at
+this fraction of the average unit cost of the cheapest fractional plan (ties go to bigger
+units)."""
 NODE_PRICING = 0.03
 """While generating patterns for fewer nodes, each new unit is priced at this fraction of the
 average unit cost: bigger-unit patterns enter the pool the fewest-nodes step chooses from
@@ -505,8 +506,9 @@ def generate(
     if exact:
         dual_bounds += _exact_rounds(master, kinds, share_of, caps, by_index, cost_phase=True)
         lp_cost, lp_units = master.lp_cost_and_units()
-    # Fewer nodes: price each new unit at NODE_TOLERANCE of the average unit cost of the
-    # cheapest (fractional) plan, generate the patterns that favours.
+    # Fewer nodes: price each new unit at NODE_PRICING of the average unit cost of the
+    # cheapest (fractional) plan and generate the patterns that favours; round under the
+    # NODE_TOLERANCE price.
     if lp_units > 0 and lp_cost > 0:
         master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
         rounds += _column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
