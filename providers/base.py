@@ -12,11 +12,11 @@ stopped or terminated, whatever the caller asks.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from providers.errors import ProviderError
+from providers.errors import CapacityError, ProviderError
 
 if TYPE_CHECKING:
     from instance_catalog.catalog import Offer
@@ -148,6 +148,35 @@ def split_zones(zones: str | Sequence[str] | None) -> tuple[str, ...]:
     if isinstance(zones, str):
         zones = zones.split(",")
     return tuple(str(zone).strip() for zone in zones or () if zone and str(zone).strip())
+
+
+def fill_in_order(
+    attempts: Iterable[tuple[Offering, Callable[[], None]]],
+    held: Mapping[str, ProviderNode],
+    count: int,
+) -> tuple[Offering | None, list[ProviderError]]:
+    """Run each (offering, fill) in turn until ``held`` (which the fills add to) has ``count``
+    nodes: a capacity error moves on to the next offering; any other error stops the launch,
+    and is raised where nothing is held yet (quota, permission, configuration: no failover).
+    Returns the offering the last new node came from and the errors met on the way."""
+    errors: list[ProviderError] = []
+    launched_with = None
+    for offering, fill in attempts:
+        before = len(held)
+        try:
+            fill()
+        except CapacityError as error:
+            errors.append(error)
+        except ProviderError as error:
+            if not held:
+                raise
+            errors.append(error)
+            break
+        finally:
+            launched_with = offering if len(held) > before else launched_with
+        if len(held) >= count:
+            break
+    return launched_with, errors
 
 
 class Cloud(ABC):

@@ -25,7 +25,6 @@ from typing import Any
 from providers.aws.client import LOST_ANSWERS, call, errors_classified, retries_of
 from providers.aws.nodes import to_node
 from providers.base import SPOT, Offering, ProviderNode, split_zones
-from providers.errors import ProviderError, launch_failure
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +131,3 @@ def run_instances(
                 logger.info("RunInstances answer lost (%s), nothing launched; again", error)
         attempt += 1
         time.sleep(random.uniform(0, min(MAX_BACKOFF_S, 2.0**attempt)))
-
-
-def failure(errors: list[ProviderError]) -> ProviderError:
-    """The error of a create that launched nothing: no capacity anywhere names the type."""
-    return launch_failure(errors)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +44,9 @@ from providers.base import (
     NodeProvider,
     Offering,
     ProviderNode,
+    fill_in_order,
 )
-from providers.errors import CapacityError, ProviderError
+from providers.errors import CapacityError, ProviderError, launch_failure
 
 logger = logging.getLogger(__name__)
 
@@ -151,26 +152,16 @@ class AwsNodeProvider(NodeProvider):
             held.update(
                 (n.id, n) for n in self._restart_stopped(node_config, tags, count - len(held))
             )
-        errors: list[ProviderError] = []
-        launched_with = None
         request = _Request(node_config, tags, count, launch_request_id, all_or_nothing)
         zones = zones_of(node_config, self.provider_config)
-        for subnet, zone in launch.placements(self.ec2, node_config, zones, self._subnet_zones):
+
+        def attempt(subnet: str, zone: str) -> tuple[Offering, Callable[[], None]]:
             offering = Offering(node_config.get("InstanceType", ""), zone, market_of(node_config))
-            before = len(held)
-            try:
-                self._fill(request, held, subnet, offering)
-            except CapacityError as error:
-                errors.append(error)  # and on to the next placement
-            except ProviderError as error:
-                if not held:
-                    raise  # configuration, permission, quota: no failover
-                errors.append(error)
-                break
-            finally:
-                launched_with = offering if len(held) > before else launched_with
-            if len(held) >= count:
-                break
+            return offering, lambda: self._fill(request, held, subnet, offering)
+
+        placements = launch.placements(self.ec2, node_config, zones, self._subnet_zones)
+        attempts = (attempt(subnet, zone) for subnet, zone in placements)
+        launched_with, errors = fill_in_order(attempts, held, count)
         return self._result(launch_request_id, count, held, launched_with, errors)
 
     def _fill(
@@ -226,7 +217,7 @@ class AwsNodeProvider(NodeProvider):
     ) -> LaunchResult:
         """What the launch request holds; raises when it holds nothing."""
         if not held and errors:
-            raise launch.failure(errors)
+            raise launch_failure(errors)
         if len(held) < count and not errors:
             errors.append(CapacityError(f"EC2 started {len(held)} of {count}", offering=offering))
         nodes = tuple(sorted(held.values(), key=lambda node: node.id))

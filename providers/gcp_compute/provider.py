@@ -20,7 +20,7 @@ import concurrent.futures
 import logging
 import random
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from google.auth.exceptions import GoogleAuthError
@@ -33,6 +33,7 @@ from providers.base import (
     NodeProvider,
     Offering,
     ProviderNode,
+    fill_in_order,
 )
 from providers.errors import CapacityError, InvalidConfigError, ProviderError, launch_failure
 from providers.gcp.api import cloud_call
@@ -119,24 +120,14 @@ class GceNodeProvider(NodeProvider):
                 field="availability_zone",
             )
         held = {n.id: n for n in self._list({TAG_LAUNCH_REQUEST: launch_request_id})}
-        errors: list[ProviderError] = []
-        launched_with = None
-        for zone in offering.zones:
+
+        def attempt(zone: str) -> tuple[Offering, Callable[[], None]]:
             unit = Offering(offering.instance_type, zone, offering.market)
-            before = len(held)
-            try:
-                self._fill(zone, unit, properties, launch_request_id, count, all_or_nothing, held)
-            except CapacityError as error:
-                errors.append(error)  # on to the next zone
-            except ProviderError as error:
-                if not held:
-                    raise  # quota, permission, configuration: no failover
-                errors.append(error)
-                break
-            finally:
-                launched_with = unit if len(held) > before else launched_with
-            if len(held) >= count:
-                break
+            return unit, lambda: self._fill(
+                zone, unit, properties, launch_request_id, count, all_or_nothing, held
+            )
+
+        launched_with, errors = fill_in_order(map(attempt, offering.zones), held, count)
         if all_or_nothing and 0 < len(held) < count:
             self.terminate_nodes(sorted(held))
             held = {}
