@@ -112,6 +112,15 @@ class ProviderNode:
     hosts: tuple[Host, ...] = ()
     launched_at: float | None = None
     """Seconds since the epoch, as the cloud reports the launch."""
+    cloud_status: str = ""
+    """The cloud's own name for its state (``TERMINATED``, ``PREEMPTED``, ``stopped``...)."""
+    status_message: str = ""
+    """The cloud's own words on why it is in that state (a state reason, a failure)."""
+    waiting_for_capacity: bool = False
+    """A request the cloud holds until capacity frees up (a queued resource): pending,
+    with no timeout of ours, until the cloud grants or fails it."""
+    waiting_until: float | None = None
+    """When the cloud gives up waiting (seconds since the epoch), if it says."""
 
     @property
     def internal_ip(self) -> str | None:
@@ -133,6 +142,11 @@ class LaunchResult:
     """The offering that launched (after any zone failover)."""
     errors: tuple[ProviderError, ...] = field(default=())
     """Why fewer than ``requested`` were created, per offering tried."""
+    in_progress: int = 0
+    """Units whose create the cloud accepted but has not finished (not listed yet): pending
+    capacity, found by their launch request tag in later rounds, never created again."""
+    operations: tuple[str, ...] = ()
+    """Handles of create operations left running (see ``NodeProvider.operation_status``)."""
 
     @property
     def node_ids(self) -> tuple[str, ...]:
@@ -140,7 +154,16 @@ class LaunchResult:
 
     @property
     def partial(self) -> bool:
-        return 0 < len(self.nodes) < self.requested
+        return 0 < len(self.nodes) < self.requested and not self.in_progress
+
+
+@dataclass(frozen=True)
+class OperationStatus:
+    """A cloud operation left running by an earlier call, as the cloud shows it now."""
+
+    done: bool
+    error: ProviderError | None = None
+    """Why it failed (the cloud's own code and words), once done."""
 
 
 def split_zones(zones: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -154,10 +177,12 @@ def fill_in_order(
     attempts: Iterable[tuple[Offering, Callable[[], None]]],
     held: Mapping[str, ProviderNode],
     count: int,
+    in_progress: Callable[[], bool] = lambda: False,
 ) -> tuple[Offering | None, list[ProviderError]]:
     """Run each (offering, fill) in turn until ``held`` (which the fills add to) has ``count``
-    nodes: a capacity error moves on to the next offering; any other error stops the launch,
-    and is raised where nothing is held yet (quota, permission, configuration: no failover).
+    nodes or ``in_progress()`` (a create left running: trying elsewhere would launch twice):
+    a capacity error moves on to the next offering; any other error stops the launch, and is
+    raised where nothing is held yet (quota, permission, configuration: no failover).
     Returns the offering the last new node came from and the errors met on the way."""
     errors: list[ProviderError] = []
     launched_with = None
@@ -174,7 +199,7 @@ def fill_in_order(
             break
         finally:
             launched_with = offering if len(held) > before else launched_with
-        if len(held) >= count:
+        if len(held) >= count or in_progress():
             break
     return launched_with, errors
 
@@ -304,9 +329,14 @@ class NodeProvider(ABC):
         :class:`ProviderError` only when nothing was created.
         """
 
+    def operation_status(self, handle: str) -> OperationStatus:
+        """How a create left running (``LaunchResult.operations``) stands now (read-only)."""
+        return OperationStatus(done=True)
+
     @abstractmethod
     def terminate_nodes(self, node_ids: Sequence[str]) -> list[str]:
-        """Terminate the owned ones among ``node_ids``; returns the ids acted on."""
+        """Start terminating the owned ones among ``node_ids`` (never waiting for the cloud
+        to finish); returns the ids acted on."""
 
     def terminate_node(self, node_id: str) -> None:
         self.terminate_nodes([node_id])

@@ -18,7 +18,7 @@ from providers.base import (
     ProviderNode,
 )
 
-STATES = {
+STATES = {  # a spot interruption stops or terminates; a failed launch terminates
     "pending": CLOUD_PENDING,
     "running": CLOUD_RUNNING,
     "stopping": CLOUD_STOPPING,
@@ -42,7 +42,19 @@ def to_node(instance: Mapping[str, Any]) -> ProviderNode:
         market=SPOT if instance.get("InstanceLifecycle") == "spot" else ON_DEMAND,
         hosts=(Host(0, instance.get("PrivateIpAddress"), instance.get("PublicIpAddress")),),
         launched_at=launched.timestamp() if launched else None,
+        cloud_status=instance.get("State", {}).get("Name", ""),
+        status_message=_reason(instance),
     )
+
+
+def _reason(instance: Mapping[str, Any]) -> str:
+    """EC2's own words on why the instance is in its state (``StateReason``: a spot
+    interruption, a failed launch, a user-initiated stop), empty while it runs."""
+    reason = instance.get("StateReason") or {}
+    code, message = reason.get("Code", ""), reason.get("Message", "")
+    if not message or instance.get("State", {}).get("Name") in ("pending", "running"):
+        return ""
+    return message if code and message.startswith(code) else f"{code}: {message}".lstrip(": ")
 
 
 def market_of(node_config: Mapping[str, Any]) -> str:

@@ -26,6 +26,9 @@ DEFAULT_RETRY_DEADLINE_S = 60.0
 DEFAULT_REQUEST_TIMEOUT_S = 60.0
 DEFAULT_OPERATION_POLL_S = 2.0
 DEFAULT_OPERATION_TIMEOUT_S = 900.0
+DEFAULT_OPERATION_WAIT_S = 3.0
+"""How long a create or delete waits on its operation within one reconcile round; one not
+finished by then is left running and looked at again in later rounds."""
 
 
 class CallSettings:
@@ -44,6 +47,10 @@ class CallSettings:
         self.poll_s = float(provider_config.get("operation_poll_s", DEFAULT_OPERATION_POLL_S))
         self.operation_timeout_s = float(
             provider_config.get("operation_timeout_s", DEFAULT_OPERATION_TIMEOUT_S)
+        )
+        self.operation_wait_s = min(
+            self.operation_timeout_s,
+            float(provider_config.get("operation_wait_s", DEFAULT_OPERATION_WAIT_S)),
         )
 
     def wait(self, operation: Any, timeout_s: float) -> Any:

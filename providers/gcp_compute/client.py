@@ -35,6 +35,20 @@ def request_id(*parts: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, "\0".join(parts)))
 
 
+def raise_failed(operation: compute_v1.Operation) -> None:
+    """Raise a finished operation's error as the client library would, with Google's own
+    words (its errors' messages; ``httpErrorMessage`` is only the HTTP status text, e.g.
+    ``INTERNAL SERVER ERROR``)."""
+    if operation.status != compute_v1.Operation.Status.DONE or not operation.error.errors:
+        return
+    words = "; ".join(e.message for e in operation.error.errors if e.message)
+    raise gexc.from_http_status(
+        operation.http_error_status_code or 400,
+        words or operation.http_error_message or "the operation failed",
+        errors=list(operation.error.errors),
+    )
+
+
 class ComputeApi:
     """Instances, their zonal operations, and the machine and accelerator type tables."""
 
@@ -122,12 +136,11 @@ class ComputeApi:
             operation = self.operations.get(
                 project=self.project, zone=zone, operation=operation.name, **self._call()
             )
-        if operation.error.errors:
-            raise gexc.from_http_status(
-                operation.http_error_status_code or 400,
-                operation.http_error_message or operation.error.errors[0].message,
-                errors=list(operation.error.errors),
-            )
+        raise_failed(operation)
+
+    def operation(self, zone: str, name: str) -> compute_v1.Operation:
+        """A zonal operation as it stands now (one read)."""
+        return self.operations.get(project=self.project, zone=zone, operation=name, **self._call())
 
     # Facts (catalog refresh) ---------------------------------------------------------------
     def machine_types(self) -> Iterator[tuple[str, compute_v1.MachineType]]:

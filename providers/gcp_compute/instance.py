@@ -36,6 +36,14 @@ STATES = {
     "SUSPENDED": CLOUD_STOPPED,
     "TERMINATED": CLOUD_STOPPED,  # a preempted spot VM: listed until deleted, and replaced
 }
+"""Compute Engine's instance statuses as the provider contract's cloud states."""
+STOPPED_WHY = {
+    "TERMINATED": "Compute Engine stopped it (spot preemption, host maintenance or a failed "
+    "create)",
+    "STOPPED": "stopped outside the autoscaler",
+    "SUSPENDED": "suspended outside the autoscaler",
+}
+"""What a stopped status means, where Google gives no ``statusMessage``."""
 
 
 def instance_properties(
@@ -102,4 +110,6 @@ def to_provider_node(instance: compute_v1.Instance) -> ProviderNode:
         market=SPOT if spot else ON_DEMAND,
         hosts=(Host(0, (first.network_i_p if first else "") or None, nat or None),),
         launched_at=datetime.fromisoformat(created).timestamp() if created else None,
+        cloud_status=instance.status,
+        status_message=instance.status_message or STOPPED_WHY.get(instance.status, ""),
     )

@@ -32,6 +32,7 @@ from providers.base import (
     LaunchResult,
     NodeProvider,
     Offering,
+    OperationStatus,
     ProviderNode,
     fill_in_order,
 )
@@ -40,7 +41,7 @@ from providers.gcp.api import cloud_call
 from providers.gcp.cloud import GcpCloud
 from providers.gcp.errors import API_ERRORS, LOST_ANSWERS, classify, is_not_found
 from providers.gcp.labels import NAME, check_cluster_name, check_labels, resource_name
-from providers.gcp_compute.client import ComputeApi, request_id
+from providers.gcp_compute.client import ComputeApi, raise_failed, request_id
 from providers.gcp_compute.instance import instance_properties, to_provider_node
 
 logger = logging.getLogger(__name__)
@@ -120,21 +121,52 @@ class GceNodeProvider(NodeProvider):
                 field="availability_zone",
             )
         held = {n.id: n for n in self._list({TAG_LAUNCH_REQUEST: launch_request_id})}
+        running: list[str] = []
+        """Handles of bulk inserts left running (their VMs are pending capacity)."""
 
         def attempt(zone: str) -> tuple[Offering, Callable[[], None]]:
             unit = Offering(offering.instance_type, zone, offering.market)
             return unit, lambda: self._fill(
-                zone, unit, properties, launch_request_id, count, all_or_nothing, held
+                zone, unit, properties, launch_request_id, count, all_or_nothing, held, running
             )
 
-        launched_with, errors = fill_in_order(map(attempt, offering.zones), held, count)
-        if all_or_nothing and 0 < len(held) < count:
+        launched_with, errors = fill_in_order(
+            map(attempt, offering.zones), held, count, in_progress=lambda: bool(running)
+        )
+        if all_or_nothing and 0 < len(held) < count and not running:
             self.terminate_nodes(sorted(held))
             held = {}
-        if not held:
+        if not held and not running:
             raise launch_failure(errors)
         nodes = tuple(sorted(held.values(), key=lambda node: node.id))
-        return LaunchResult(launch_request_id, count, nodes, launched_with, tuple(errors))
+        return LaunchResult(
+            launch_request_id,
+            count,
+            nodes,
+            launched_with,
+            tuple(errors),
+            in_progress=count - len(nodes) if running else 0,
+            operations=tuple(running),
+        )
+
+    def operation_status(self, handle: str) -> OperationStatus:
+        """A bulk insert left running: done or not, and Google's error if it failed."""
+        _, zone, name, instance_type, market = handle.split(":")
+        offering = Offering(instance_type, zone, market)
+        with cloud_call(offering, "compute.zoneOperations.get"):
+            try:
+                operation = self.api.operation(zone, name)
+            except API_ERRORS as exc:
+                if is_not_found(exc):  # Google keeps finished operations for a while only
+                    return OperationStatus(done=True)
+                raise
+        if operation.status != compute_v1.Operation.Status.DONE:
+            return OperationStatus(done=False)
+        try:
+            raise_failed(operation)
+        except API_ERRORS as exc:
+            return OperationStatus(True, classify(exc, offering, "compute.instances.create"))
+        return OperationStatus(done=True)
 
     def _fill(
         self,
@@ -145,9 +177,11 @@ class GceNodeProvider(NodeProvider):
         count: int,
         all_or_nothing: bool,
         held: dict[str, ProviderNode],
+        running: list[str],
     ) -> None:
         """Bulk-insert the launch request's missing VMs in ``zone`` into ``held``: all of them
-        first, then (after a stockout) as many as the zone gives; raises the last error."""
+        first, then (after a stockout) as many as the zone gives; raises the last error. An
+        insert still running after the round's wait is added to ``running``, not waited for."""
         whole = True
         while len(held) < count:
             names = [
@@ -163,7 +197,7 @@ class GceNodeProvider(NodeProvider):
             )
             request = request_id(launch_request_id, zone, *names, str(whole))
             try:
-                self._insert(zone, resource, request, offering, launch_request_id, held)
+                handle = self._insert(zone, resource, request, offering, launch_request_id, held)
             except CapacityError:
                 if not whole or len(names) == 1 or all_or_nothing:
                     raise
@@ -172,6 +206,9 @@ class GceNodeProvider(NodeProvider):
             fresh = self._list({TAG_LAUNCH_REQUEST: launch_request_id})
             added = [node for node in fresh if node.id not in held]
             held.update((node.id, node) for node in fresh)
+            if handle is not None:
+                running.append(handle)
+                return
             if not added:
                 return
 
@@ -183,9 +220,10 @@ class GceNodeProvider(NodeProvider):
         offering: Offering,
         launch_request_id: str,
         held: Mapping[str, ProviderNode],
-    ) -> None:
-        """Send the bulk insert and wait for it; after a lost answer look for what it made
-        (by label) before sending it again with the same ``requestId``."""
+    ) -> str | None:
+        """Send the bulk insert and wait for it a few seconds (``operation_wait_s``); after a
+        lost answer look for what it made (by label) before sending it again with the same
+        ``requestId``. Returns the operation's handle when it is still running."""
         for attempt in range(MAX_RESENDS + 1):
             try:
                 operation = self.api.bulk_insert(zone, resource, request)
@@ -194,7 +232,7 @@ class GceNodeProvider(NodeProvider):
                 launched = self._list({TAG_LAUNCH_REQUEST: launch_request_id})
                 if any(node.id not in held for node in launched):
                     logger.info("bulkInsert answer lost (%s); it launched VMs", exc)
-                    return
+                    return None
                 if attempt == MAX_RESENDS:
                     raise classify(exc, offering, "compute.instances.create") from exc
                 logger.info("bulkInsert answer lost (%s), nothing launched; again", exc)
@@ -204,11 +242,14 @@ class GceNodeProvider(NodeProvider):
             except API_ERRORS as exc:
                 raise classify(exc, offering, "compute.instances.create") from exc
         try:
-            self.api.wait(zone, operation, self.settings.operation_timeout_s)
+            self.api.wait(zone, operation, self.settings.operation_wait_s)
         except concurrent.futures.TimeoutError:
-            logger.warning("bulkInsert in %s is still running; its VMs stay pending", zone)
+            logger.info("bulkInsert in %s is still running; looked at again later", zone)
+            market = offering.market
+            return f"compute:{zone}:{operation.name}:{offering.instance_type}:{market}"
         except API_ERRORS as exc:
             raise classify(exc, offering, "compute.instances.create") from exc
+        return None
 
     # Changing -----------------------------------------------------------------------------
     def terminate_nodes(self, node_ids: Sequence[str]) -> list[str]:
@@ -248,8 +289,9 @@ class GceNodeProvider(NodeProvider):
         self._wait_all(operations, "compute.instances.setLabels")
 
     def _wait_all(self, operations: list[tuple[str, compute_v1.Operation]], action: str) -> None:
-        """Wait for ``operations`` until one shared deadline; the first failure raises."""
-        deadline = time.monotonic() + self.settings.operation_timeout_s
+        """Wait for ``operations`` a few seconds at most in all (``operation_wait_s``: the
+        rest go on in the cloud, and the next listing shows them); a failure raises."""
+        deadline = time.monotonic() + self.settings.operation_wait_s
         for zone, operation in operations:
             try:
                 self.api.wait(zone, operation, deadline - time.monotonic())

@@ -56,6 +56,13 @@ class TpuApi:
             node=node, update_mask=field_mask_pb2.FieldMask(paths=["labels"]), **self._call()
         )
 
+    def operation(self, name: str) -> Any:
+        """A long-running operation as it stands now (one read)."""
+        from google.longrunning import operations_pb2
+
+        request = operations_pb2.GetOperationRequest(name=name)
+        return self.client.get_operation(request=request, **self._call())
+
     # Queued resources -------------------------------------------------------------------
     def queued_name(self, zone: str, queued_id: str) -> str:
         return f"{self.parent(zone)}/queuedResources/{queued_id}"

@@ -71,6 +71,21 @@ QUEUED_STATES = {
     "SUSPENDED": CLOUD_STOPPED,
     "DELETING": CLOUD_TERMINATING,
 }
+"""Queued resource states as the provider contract's cloud states (WAITING_FOR_RESOURCES
+and the ones before it are also ``waiting_for_capacity``)."""
+WAITING = frozenset({"ACCEPTED", "WAITING_FOR_RESOURCES"})
+STOPPED_WHY = {
+    "PREEMPTED": "Cloud TPU preempted it (spot)",
+    "TERMINATED": "Cloud TPU terminated it",
+    "STOPPED": "stopped outside the autoscaler",
+    "HIDDEN": "hidden by Cloud TPU",
+}
+QUEUED_WHY = {
+    "FAILED": "the queued resource failed (no capacity before it expired, or an error)",
+    "SUSPENDED": "the queued resource was suspended (its slice was preempted or lost)",
+    "WAITING_FOR_RESOURCES": "the queued resource is waiting for capacity",
+    "ACCEPTED": "the queued resource is accepted, waiting for capacity",
+}
 
 
 @dataclass(frozen=True)
@@ -169,15 +184,18 @@ def to_provider_node(node: tpu_v2.Node) -> ProviderNode:
     )
     scheduling = node.scheduling_config
     parts = node.name.split("/")
+    status = tpu_v2.Node.State(node.state).name
     return ProviderNode(
         id=parts[-1],
-        state=NODE_STATES.get(tpu_v2.Node.State(node.state).name, CLOUD_PENDING),
+        state=NODE_STATES.get(status, CLOUD_PENDING),
         tags=dict(node.labels),
         instance_type=pod.name if pod else accelerator_type,
         zone=parts[3] if len(parts) > 3 else None,
         market=SPOT if scheduling.spot or scheduling.preemptible else ON_DEMAND,
         hosts=hosts,
         launched_at=node.create_time.timestamp() if node.create_time else None,
+        cloud_status=status,
+        status_message=STOPPED_WHY.get(status, ""),
     )
 
 
@@ -198,6 +216,8 @@ def queued_node(queued: tpu_v2.QueuedResource) -> ProviderNode | None:
         )
     )
     market = SPOT if "spot" in queued else node.market
+    failure = queued.state.failed_data.error.message if "failed_data" in queued.state else ""
+    why = QUEUED_WHY.get(state, "")
     return ProviderNode(
         id=node.id,
         state=QUEUED_STATES.get(state, CLOUD_PENDING),
@@ -206,7 +226,21 @@ def queued_node(queued: tpu_v2.QueuedResource) -> ProviderNode | None:
         zone=node.zone,
         market=market,
         launched_at=node.launched_at,
+        cloud_status=f"queued resource {state}",
+        status_message=f"{why}: {failure}" if failure else why,
+        waiting_for_capacity=state in WAITING,
+        waiting_until=_valid_until(queued),
     )
+
+
+def _valid_until(queued: tpu_v2.QueuedResource) -> float | None:
+    """When the cloud stops waiting for capacity for ``queued`` (its queueing policy)."""
+    policy = queued.queueing_policy
+    if "valid_until_time" in policy:
+        return policy.valid_until_time.timestamp()
+    if "valid_until_duration" in policy and queued.create_time:
+        return queued.create_time.timestamp() + policy.valid_until_duration.total_seconds()
+    return None
 
 
 def queued_labels(queued: tpu_v2.QueuedResource) -> Mapping[str, str]:

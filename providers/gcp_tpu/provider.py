@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from google.api_core import exceptions as gexc
 from google.api_core.operation import Operation
 from google.auth.exceptions import GoogleAuthError
 from google.cloud import tpu_v2
@@ -30,6 +31,7 @@ from providers.base import (
     LaunchResult,
     NodeProvider,
     Offering,
+    OperationStatus,
     ProviderNode,
     split_zones,
 )
@@ -117,14 +119,17 @@ class GcpTpuNodeProvider(NodeProvider):
             return LaunchResult(launch_request_id, 0, offering=unit)
         errors: list[ProviderError] = []
         nodes: list[ProviderNode] = []
+        running: list[str] = []
         launched_with = None
         for zone in zones:
             unit = Offering(spec.instance_type, zone, spec.market)
-            made = self._create_in(zone, spec, unit, launch_request_id, len(nodes), count, errors)
+            made = self._create_in(
+                zone, spec, unit, launch_request_id, len(nodes), count, errors, running
+            )
             nodes.extend(made)
             launched_with = unit if made else launched_with
-            if len(nodes) >= count or not isinstance(errors[-1], CapacityError):
-                break  # done, or quota/permission/config: the next zone fails the same way
+            if len(nodes) >= count or running or not isinstance(errors[-1], CapacityError):
+                break  # done, left running, or quota/permission/config everywhere
         if all_or_nothing and 0 < len(nodes) < count:
             logger.warning(
                 "gang launch %s got %d of %d slices; rolling back",
@@ -134,9 +139,37 @@ class GcpTpuNodeProvider(NodeProvider):
             )
             self.terminate_nodes([node.id for node in nodes])
             nodes = []
-        if not nodes:
+        if not nodes and not running:
             raise launch_failure(errors)
-        return LaunchResult(launch_request_id, count, tuple(nodes), launched_with, tuple(errors))
+        return LaunchResult(
+            launch_request_id,
+            count,
+            tuple(nodes),
+            launched_with,
+            tuple(errors),
+            in_progress=count - len(nodes) if running else 0,
+            operations=tuple(running),
+        )
+
+    def operation_status(self, handle: str) -> OperationStatus:
+        """A create left running: done or not, and the cloud's error if it failed."""
+        _, name, instance_type, market = handle.split(":")
+        offering = Offering(instance_type, name.split("/")[3], market)
+        with cloud_call(offering, "tpu.operations.get"):
+            try:
+                operation = self.api.operation(name)
+            except API_ERRORS as exc:
+                if is_not_found(exc):
+                    return OperationStatus(done=True)
+                raise
+        if not operation.done:
+            return OperationStatus(done=False)
+        if operation.error.code:
+            exc = gexc.from_grpc_status(
+                operation.error.code, operation.error.message, errors=(operation.error,)
+            )
+            return OperationStatus(True, classify(exc, offering, "tpu.nodes.create"))
+        return OperationStatus(done=True)
 
     def _create_in(
         self,
@@ -147,9 +180,12 @@ class GcpTpuNodeProvider(NodeProvider):
         start: int,
         count: int,
         errors: list[ProviderError],
+        running: list[str],
     ) -> list[ProviderNode]:
-        """Slices ``start`` .. ``count - 1`` of the launch request in ``zone``."""
-        deadline = time.monotonic() + self.settings.operation_timeout_s
+        """Slices ``start`` .. ``count - 1`` of the launch request in ``zone``, waiting for
+        their creates a few seconds in all (``operation_wait_s``): the handle of one still
+        running goes to ``running``, its slice (once listed) is pending capacity."""
+        deadline = time.monotonic() + self.settings.operation_wait_s
         started: list[tuple[str, Operation | None]] = []
         for index in range(start, count):
             node_id = node_id_for(self.cluster_name, launch_request_id, index)
@@ -167,7 +203,9 @@ class GcpTpuNodeProvider(NodeProvider):
                 started.append((node_id, None))
         nodes = []
         for node_id, operation in started:
-            node = self._finish_create(zone, node_id, operation, deadline, offering, errors)
+            node = self._finish_create(
+                zone, node_id, operation, deadline, offering, errors, running
+            )
             if node is not None:
                 nodes.append(node)
         return nodes
@@ -180,13 +218,19 @@ class GcpTpuNodeProvider(NodeProvider):
         deadline: float,
         offering: Offering,
         errors: list[ProviderError],
+        running: list[str],
     ) -> ProviderNode | None:
-        """Wait for the create (until ``deadline``), then the owned node, or None + an error."""
+        """Wait for the create (until ``deadline``), then the owned node, or None + an error
+        (None, its handle in ``running``, while the create goes on and lists nothing yet)."""
+        still_running = False
         if operation is not None:
             try:
                 self.settings.wait(operation, deadline - time.monotonic())
             except concurrent.futures.TimeoutError:
-                logger.warning("creating TPU %s is still running; it stays pending", node_id)
+                logger.info("creating TPU %s is still running; looked at again later", node_id)
+                name = operation.operation.name
+                running.append(f"tpu:{name}:{offering.instance_type}:{offering.market}")
+                still_running = True
             except API_ERRORS as exc:
                 errors.append(classify(exc, offering, "tpu.nodes.create"))
                 self._discard_failed(zone, node_id)
@@ -196,7 +240,7 @@ class GcpTpuNodeProvider(NodeProvider):
         except ProviderError as err:
             errors.append(err)
             return None
-        if located is None:
+        if located is None and not still_running:
             errors.append(
                 InvalidConfigError(f"TPU node {node_id} exists but is not this cluster's", offering)
             )
@@ -336,8 +380,9 @@ class GcpTpuNodeProvider(NodeProvider):
     def _wait_all(
         self, operations: list[tuple[str, Operation]], action: str, errors: list[ProviderError]
     ) -> list[str]:
-        """Wait for ``operations`` until one shared deadline; returns the ids that failed."""
-        deadline = time.monotonic() + self.settings.operation_timeout_s
+        """Wait for ``operations`` a few seconds in all (``operation_wait_s``: the rest go on
+        in the cloud, and the next listing shows them); returns the ids that failed."""
+        deadline = time.monotonic() + self.settings.operation_wait_s
         failed = []
         for node_id, operation in operations:
             try:
