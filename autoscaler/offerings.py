@@ -1,16 +1,23 @@
 """Remembered launch failures per offering (instance type, zone, market), with a clock.
 
-* Capacity: the offering is skipped for a time-to-live; after it, launches probe it with a
-  small budget of units that doubles after each success and falls back to one after a
-  failure (so a flapping offering is not flooded).
-* Quota: skipped longer; the entry names the quota to raise.
-* Permission: the node type stops launching until the entry expires; it names the IAM action.
+A block covers what the cloud's error covers, and no create is sent into it until it ends:
+
+* Capacity (a zonal stockout): that offering in that zone, for a time-to-live; after it,
+  launches probe it with a small budget of units that doubles after each success and falls
+  back to one after a failure (so a flapping offering is not flooded). No capacity in any
+  zone tried blocks the instance type in every zone.
+* Quota: the instance type in every zone (quotas are regional or account-wide), unless the
+  cloud says the quota is per zone; skipped longer; the entry names the quota to raise.
+* Permission: every create of the cluster, until the entry expires; it names the IAM action.
+
+Each repeat of a failure doubles the block (up to 8 times its time-to-live).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
 
 from providers.base import NodeTypeOffering, Offering
 from providers.errors import AccessDeniedError, CapacityError, ProviderError, QuotaError
@@ -19,6 +26,8 @@ CAPACITY_TTL_S = 300.0
 QUOTA_TTL_S = 1800.0
 PERMISSION_TTL_S = 3600.0
 MAX_PROBE_BUDGET = 64
+EVERY = "*"
+"""An instance type or market that a block covers in full (a permission error)."""
 
 
 @dataclass(frozen=True)
@@ -59,19 +68,19 @@ class UnavailableOfferings:
         self._records = {key: OfferingRecord(**body) for key, body in (records or {}).items()}
 
     def record_failure(self, error: ProviderError) -> OfferingRecord | None:
-        """Remember a failed launch; None for errors that say nothing about the offering."""
-        if error.offering is None:
-            return None
+        """Remember a failed launch as the block its error covers; None for errors that say
+        nothing about availability."""
         ttl, kind, detail = self._classify(error)
-        if kind is None:
+        if kind is None or (error.offering is None and kind != "permission"):
             return None
-        key = offering_key(error.offering)
+        covered = _covered(error, kind)
+        key = offering_key(covered)
         previous = self._records.get(key)
         now = self._clock()
         record = OfferingRecord(
-            instance_type=error.offering.instance_type,
-            zone=error.offering.zone,
-            market=error.offering.market,
+            instance_type=covered.instance_type,
+            zone=covered.zone,
+            market=covered.market,
             kind=kind,
             until=now + ttl * min(2 ** (previous.failures if previous else 0), 8),
             code=error.code,
@@ -104,14 +113,40 @@ class UnavailableOfferings:
             return None
         return max(budgets)
 
-    def _zone_budget(self, offering: Offering) -> int | None:
-        records = [
+    def open_zones(self, offering: NodeTypeOffering) -> tuple[str, ...]:
+        """The node type's zones no block covers now, in its order (empty when it names
+        none: the cloud picks)."""
+        return tuple(
+            unit.zone for unit in offering.offerings() if unit.zone and self._zone_budget(unit) != 0
+        )
+
+    def blocked_reason(self, offering: NodeTypeOffering) -> str:
+        """Why every offering of the node type is blocked, in the cloud's words."""
+        now = self._clock()
+        covering = {
+            r.key: r for unit in offering.offerings() for r in self._covering(unit) if now < r.until
+        }
+        return (
+            "; ".join(
+                f"{r.kind} blocked in {r.zone or 'every zone'} until {_utc(r.until)}"
+                + (f" (needs {r.detail})" if r.detail else "")
+                + f": {r.message}"
+                for r in sorted(covering.values(), key=lambda r: r.until)
+            )
+            or "no capacity in any of its offerings now"
+        )
+
+    def _covering(self, offering: Offering) -> list[OfferingRecord]:
+        return [
             r
             for r in self._records.values()
-            if r.instance_type == offering.instance_type
-            and r.market == offering.market
+            if r.instance_type in (offering.instance_type, EVERY)
+            and r.market in (offering.market, EVERY)
             and r.zone in (None, offering.zone)
         ]
+
+    def _zone_budget(self, offering: Offering) -> int | None:
+        records = self._covering(offering)
         if not records:
             return None
         now = self._clock()
@@ -138,3 +173,18 @@ class UnavailableOfferings:
         if isinstance(error, AccessDeniedError):
             return PERMISSION_TTL_S, "permission", error.action or ""
         return 0.0, None, ""
+
+
+def _covered(error: ProviderError, kind: str) -> Offering:
+    """What a failure blocks: a permission error every create, a quota the instance type in
+    every zone (unless the quota is per zone), a stockout the offering as the error names it."""
+    if kind == "permission":
+        return Offering(EVERY, None, EVERY)
+    offering = error.offering
+    if kind == "quota" and not getattr(error, "zonal", False):
+        return Offering(offering.instance_type, None, offering.market)
+    return offering
+
+
+def _utc(at: float) -> str:
+    return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

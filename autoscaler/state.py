@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autoscaler.lifecycle import NodeRecord
 from autoscaler.report import NodeReport
 
 if TYPE_CHECKING:
@@ -54,6 +55,11 @@ class Intent:
     offering: dict[str, Any] | None = None
     node_ids: tuple[str, ...] = ()
     detail: str = ""
+
+    @property
+    def operations(self) -> tuple[str, ...]:
+        """Create operations the cloud has not finished (``NodeProvider.operation_status``)."""
+        return tuple((self.offering or {}).get("operations", ()))
 
 
 @dataclass(frozen=True)
@@ -136,12 +142,26 @@ class StateStore:
             )
 
     def settle_intent(
-        self, request_id: str, status: str, node_ids: tuple[str, ...] = (), detail: str = ""
+        self,
+        request_id: str,
+        status: str,
+        node_ids: tuple[str, ...] = (),
+        detail: str = "",
+        operations: tuple[str, ...] = (),
     ) -> None:
+        """Record how a launch stands; ``operations``: its creates the cloud has not finished
+        (kept pending, looked at in later rounds)."""
         with self.transaction() as db:
             db.execute(
-                "UPDATE intents SET status = ?, node_ids = ?, detail = ? WHERE request_id = ?",
-                (status, json.dumps(list(node_ids)), detail, request_id),
+                "UPDATE intents SET status = ?, node_ids = ?, detail = ?, offering = ? "
+                "WHERE request_id = ?",
+                (
+                    status,
+                    json.dumps(list(node_ids)),
+                    detail,
+                    json.dumps({"operations": list(operations)} if operations else None),
+                    request_id,
+                ),
             )
 
     def intents(self, status: str | None = None) -> list[Intent]:
@@ -171,24 +191,37 @@ class StateStore:
         with self.transaction() as db:
             db.execute("DELETE FROM intents WHERE request_id = ?", (request_id,))
 
-    # Node lifecycle ----------------------------------------------------------------------
-    def node_states(self) -> dict[str, tuple[str, str, float]]:
-        """node id -> (node type, state, since)."""
-        rows = self._db.execute("SELECT node_id, node_type, state, since FROM nodes").fetchall()
-        return {r[0]: (r[1], r[2], r[3]) for r in rows}
+    # Node lifecycle (``autoscaler.lifecycle``) ------------------------------------------
+    def node_records(self) -> dict[str, NodeRecord]:
+        """node id -> its lifecycle record."""
+        rows = self._db.execute(
+            "SELECT node_id, node_type, state, since, detail FROM nodes"
+        ).fetchall()
+        return {
+            r[0]: NodeRecord.from_row(r[0], r[1], r[2], r[3], json.loads(r[4] or "{}"))
+            for r in rows
+        }
 
-    def set_node_state(self, node_id: str, node_type: str, state: str, since: float) -> None:
+    def save_node_records(self, records: Iterable[NodeRecord]) -> None:
+        """Store ``records`` (one transaction)."""
         with self.transaction() as db:
-            db.execute(
-                "INSERT INTO nodes (node_id, node_type, state, since) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT(node_id) DO UPDATE SET state = excluded.state, since = excluded.since",
-                (node_id, node_type, state, since),
+            db.executemany(
+                "INSERT INTO nodes (node_id, node_type, state, since, detail) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(node_id) DO UPDATE SET "
+                "node_type = excluded.node_type, state = excluded.state, "
+                "since = excluded.since, detail = excluded.detail",
+                [
+                    (r.node_id, r.node_type, r.state, r.since, json.dumps(r.to_json()))
+                    for r in records
+                ],
             )
 
-    def forget_node(self, node_id: str) -> None:
+    def forget_nodes(self, node_ids: Iterable[str]) -> None:
+        """Forget the nodes and their reports (one transaction)."""
+        ids = [(node_id,) for node_id in node_ids]
         with self.transaction() as db:
-            db.execute("DELETE FROM nodes WHERE node_id = ?", (node_id,))
-            db.execute("DELETE FROM reports WHERE node_id = ?", (node_id,))
+            db.executemany("DELETE FROM nodes WHERE node_id = ?", ids)
+            db.executemany("DELETE FROM reports WHERE node_id = ?", ids)
 
     # Unavailable offerings ---------------------------------------------------------------
     def offerings(self) -> dict[str, dict[str, Any]]:
@@ -247,18 +280,25 @@ class StateStore:
 
     # Events ------------------------------------------------------------------------------
     def add_event(self, event: Event) -> None:
+        self.add_events([event])
+
+    def add_events(self, events: Iterable[Event]) -> None:
+        """Append ``events`` to the log (one transaction)."""
         with self.transaction() as db:
-            db.execute(
+            db.executemany(
                 "INSERT INTO events (at, kind, message, node_type, node_id, data) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    event.at,
-                    event.kind,
-                    event.message,
-                    event.node_type,
-                    event.node_id,
-                    json.dumps(event.data) if event.data is not None else None,
-                ),
+                [
+                    (
+                        event.at,
+                        event.kind,
+                        event.message,
+                        event.node_type,
+                        event.node_id,
+                        json.dumps(event.data) if event.data is not None else None,
+                    )
+                    for event in events
+                ],
             )
 
     def events(self, limit: int = 100) -> list[Event]:

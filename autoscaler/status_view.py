@@ -15,10 +15,9 @@ from autoscaler.boot_failures import (
     read_console,
 )
 from autoscaler.cluster import Cluster
-from autoscaler.lifecycle import ALLOCATED, timeout_s
+from autoscaler.lifecycle import ALLOCATED
 from autoscaler.offerings import UnavailableOfferings
 from autoscaler.planner import Plan
-from autoscaler.planner.items import is_accelerator_type
 from autoscaler.reconciler import NodeView, Reconciler
 from autoscaler.state import Event
 from providers.base import CLOUD_RUNNING, NODE_KIND_HEAD
@@ -107,13 +106,12 @@ def _not_up(
             what = f"reported but not in Ray after {waited}"
         else:
             what = f"no report after {waited}"
-        spec = reconciler.types.get(view.node_type)
         if view.kind == NODE_KIND_HEAD:
             what += "; the head is never replaced"
         elif view.node_type in holds:
             what += f"; its type is held: not replaced ({holds[view.node_type].what})"
-        elif spec is not None:
-            limit = timeout_s(view.state, is_accelerator_type(spec))
+        elif view.node_type in reconciler.types:
+            limit = reconciler.observer.timeout(view.state, view.node_type)
             what += f"; replaced at {_minutes(limit)}"
         console = read_console(reconciler.provider, view.id) if view.id in read else None
         what += "; " + (

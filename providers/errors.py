@@ -47,9 +47,13 @@ class QuotaError(ProviderError):
 
     kind = "quota"
 
-    def __init__(self, message: str, quota: str | None = None, **kwargs) -> None:
+    def __init__(
+        self, message: str, quota: str | None = None, zonal: bool = False, **kwargs
+    ) -> None:
         super().__init__(message, **kwargs)
         self.quota = quota
+        self.zonal = zonal
+        """The quota is per zone (else per region or account: every zone is blocked)."""
 
 
 class ThrottledError(ProviderError):

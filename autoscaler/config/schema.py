@@ -93,6 +93,15 @@ class NodeTypeConfig(_Section):
     """Shell commands run after the agent has started."""
     ray_start: bool = False
     """Have the agent run `ray start` with the detected resources."""
+    lifecycle_timeouts_s: (
+        dict[
+            Literal["requested", "queued", "allocated", "waiting_for_report", "terminating"],
+            NonNegativeFloat,
+        ]
+        | None
+    ) = None
+    """Seconds a node of this type may stay in a lifecycle state before it is replaced (or,
+    terminating, asked to delete again); the defaults are in ``autoscaler.lifecycle``."""
 
     @model_validator(mode="after")
     def _min_within_max(self) -> NodeTypeConfig:

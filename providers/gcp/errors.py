@@ -185,7 +185,10 @@ def _resource_exhausted(
     if _RATE.search(quota or "") or _RATE.search(message):
         return ThrottledError(f"rate limited: {message}", **common)
     if quota is not None:
-        return QuotaError(f"quota {quota} is exhausted: {message}", quota=quota, **common)
+        zonal = "perzone" in (quota or "").lower().replace("_", "")
+        return QuotaError(
+            f"quota {quota} is exhausted: {message}", quota=quota, zonal=zonal, **common
+        )
     return CapacityError(f"no capacity: {message}", **common)
 
 

@@ -36,7 +36,7 @@ def test_a_signed_report_is_kept_as_the_hosts_latest(server, tmp_path):
     publish(NodeReport({"CPU": 8}, reported_at=2.0))  # older than what is kept: ignored
     store = StateStore(tmp_path / "state.db")
     assert store.reports() == {"i-1": {1: IDLE}}
-    store.forget_node("i-1")
+    store.forget_nodes(["i-1"])
     assert store.reports() == {}
 
 

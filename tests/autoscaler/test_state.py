@@ -1,5 +1,6 @@
 """The cluster's local state: durable demand, intents, node states and events."""
 
+from autoscaler.lifecycle import NodeRecord
 from autoscaler.state import (
     FAILED_INTENT,
     LAUNCHED_INTENT,
@@ -14,13 +15,13 @@ def test_state_survives_reopening(tmp_path):
     store = StateStore(tmp_path / "state.db")
     store.set_demand({"bundles": [{"GPU": 1}], "placement_groups": []}, 1.0)
     store.record_intent(Intent("r1", "gpu", 2, 1.0, PENDING_INTENT))
-    store.set_node_state("i-1", "gpu", "allocated", 2.0)
+    store.save_node_records([NodeRecord("i-1", "gpu", "worker", "allocated", 2.0)])
     store.add_event(Event(3.0, "launched", "launched 2 x gpu", "gpu"))
     store.close()
     reopened = StateStore(tmp_path / "state.db")
     assert reopened.demand()["bundles"] == [{"GPU": 1}]
     assert [i.request_id for i in reopened.intents(PENDING_INTENT)] == ["r1"]
-    assert reopened.node_states() == {"i-1": ("gpu", "allocated", 2.0)}
+    assert reopened.node_records()["i-1"].state == "allocated"
     assert [e.message for e in reopened.events()] == ["launched 2 x gpu"]
 
 
