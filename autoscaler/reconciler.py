@@ -44,13 +44,15 @@ from autoscaler.reconcile.ray_report import scaling_report
 from autoscaler.report_channel import ReportTarget
 from autoscaler.state import FAILED_INTENT, LAUNCHED_INTENT, PENDING_INTENT, Event, StateStore
 from providers.base import NODE_KIND_WORKER, NodeProvider, ProviderNode
-from providers.errors import CapacityError, ProviderError
+from providers.errors import AccessDeniedError, CapacityError, ProviderError, QuotaError
 
 if TYPE_CHECKING:
     from autoscaler.ray_cluster.client import RayCluster
 
 REPLAN_ROUNDS = 3
-"""Re-plans within one round after capacity failures."""
+"""Re-plans within one round after failures that block an offering."""
+BLOCKING = (CapacityError, QuotaError, AccessDeniedError)
+"""Failures that block what they cover: the same round plans around them."""
 
 __all__ = ["NodeView", "Observation", "Reconciler", "TickResult"]
 
@@ -107,8 +109,8 @@ class Reconciler:
         budget = self.launches_per_tick
         for _ in range(REPLAN_ROUNDS):
             result.plan = self.current_plan(observation)
-            budget, capacity_failed = self._launch(result.plan, budget, result)
-            if not capacity_failed or budget <= 0:
+            budget, blocked = self._launch(result.plan, budget, result)
+            if not blocked or budget <= 0:
                 break
             observation = self.sync()
             result.nodes = list(observation.views)
@@ -142,8 +144,8 @@ class Reconciler:
 
     def _launch(self, plan: Plan, budget: int, result: TickResult) -> tuple[int, bool]:
         """The plan's launches (a type's further batches skipped after a failure or a create
-        left running); the budget left and whether capacity ran out somewhere."""
-        capacity_failed = False
+        left running); the budget left and whether a failure blocked something."""
+        blocked = False
         stopped: set[str] = set()
         for action in launches(plan, budget):
             if action.node_type in stopped:
@@ -155,10 +157,10 @@ class Reconciler:
             budget -= units
             if launched.error is not None:
                 result.failures.append(str(launched.error))
-                capacity_failed |= isinstance(launched.error, CapacityError)
+                blocked |= isinstance(launched.error, BLOCKING)
             if launched.error is not None or launched.in_progress:
                 stopped.add(action.node_type)
-        return budget, capacity_failed
+        return budget, blocked
 
     # Observe and record -------------------------------------------------------------------
     def observe(self) -> Observation:

@@ -160,7 +160,7 @@ class Actuator:
             self.store.settle_intent(request_id, FAILED_INTENT, detail=str(error))
             self.failed(node_type, error)
             return Launched((), 0, error)
-        status = PENDING_INTENT if outcome.in_progress else LAUNCHED_INTENT
+        status = PENDING_INTENT if outcome.operations else LAUNCHED_INTENT
         self.store.settle_intent(request_id, status, outcome.node_ids, "", outcome.operations)
         self.store.save_node_records(
             NodeRecord(

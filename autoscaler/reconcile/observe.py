@@ -223,6 +223,8 @@ class Observer:
                 status = self._operations(intent)
             if status is not None and status.error is not None:
                 failed.append(FailedOperation(intent, status.error))
+            elif intent.operations and (status is None or not status.done):
+                waiting.append(Waiting(intent, intent.count - len(ids)))
             elif len(ids) >= intent.count:
                 found.append((intent, ids))
             elif now - intent.created_at > self.timeout(REQUESTED, intent.node_type):

@@ -26,6 +26,7 @@ from providers.base import (
     AccountResource,
     LaunchResult,
     NodeProvider,
+    OperationStatus,
     ProviderNode,
 )
 from providers.gcp.account import GcpAccount
@@ -36,6 +37,7 @@ _PLUGINS = {
     "tpu": "providers.gcp_tpu.provider:GcpTpuNodeProvider",
     "compute": "providers.gcp_compute.provider:GceNodeProvider",
 }
+"""Plugin by kind (also the prefix of their operations' handles)."""
 
 
 class GcpNodeProvider(NodeProvider):
@@ -101,6 +103,15 @@ class GcpNodeProvider(NodeProvider):
         result = plugin.create_node(node_config, tags, count, launch_request_id, all_or_nothing)
         self._owner.update((node_id, plugin) for node_id in result.node_ids)
         return result
+
+    def operation_status(self, handle: str) -> OperationStatus:
+        """Asked of the plugin that started it (the handle's prefix names it)."""
+        kind = handle.partition(":")[0]
+        if kind not in _PLUGINS:
+            return OperationStatus(done=True)
+        if kind not in self.plugins:
+            self.plugins[kind] = _load(kind)(self.provider_config, self.cluster_name)
+        return self.plugins[kind].operation_status(handle)
 
     def terminate_nodes(self, node_ids: Sequence[str]) -> list[str]:
         acted = []

@@ -650,8 +650,10 @@ class ComputeCloud(FakeControls):
             operation["status"] = "DONE"
             if error is not None:
                 operation["error"] = {"errors": [error]}
-                operation["httpErrorStatusCode"] = 403 if error["code"] == "QUOTA_EXCEEDED" else 503
-                operation["httpErrorMessage"] = error["message"]
+                forbidden = error["code"] == "QUOTA_EXCEEDED"
+                operation["httpErrorStatusCode"] = 403 if forbidden else 503
+                # Google puts the HTTP status text here; its own words are in the errors
+                operation["httpErrorMessage"] = "FORBIDDEN" if forbidden else "SERVICE UNAVAILABLE"
             for name in names:
                 vm = self._instances.get((project, zone, name))
                 if vm is None:
