@@ -18,7 +18,13 @@ from autoscaler.agent import package_version
 from autoscaler.boot_failures import CAUSES
 from autoscaler.bootstrap import agent_script
 from autoscaler.config import ClusterConfig
-from autoscaler.lifecycle import ALLOCATED, REQUESTED, TERMINATING, NodeRecord
+from autoscaler.lifecycle import (
+    REQUESTED,
+    TERMINATING,
+    NodeRecord,
+    observed_state,
+    reason_for,
+)
 from autoscaler.offerings import EVERY, UnavailableOfferings
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconcile.actions import Delete
@@ -171,7 +177,11 @@ class Actuator:
                 now,
                 offering=f"{node.instance_type}/{node.zone or 'any zone'}/{node.market}",
                 request=request_id,
-            ).moved(ALLOCATED, now, f"launched ({_describe(serves, kind)})")
+            ).moved(
+                state := observed_state(node, up=False),
+                now,
+                f"launched for {_describe(serves, kind)}; {reason_for(node, state)}",
+            )
             for node in outcome.nodes
         )
         if outcome.offering is not None and outcome.nodes:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from autoscaler.config import parse_cluster_config
-from autoscaler.lifecycle import ALLOCATED, STOPPED, TERMINATING
+from autoscaler.lifecycle import ALLOCATED, STOPPED, TERMINATING, WAITING_FOR_REPORT
 from autoscaler.reconciler import Reconciler
 from autoscaler.state import PENDING_INTENT, StateStore
 from providers.gcp.fake_api import FakeServer
@@ -181,6 +181,6 @@ def test_a_new_node_is_recorded_with_its_offering_and_launch(make, clock):
     reconciler.tick()
     (node,) = reconciler.provider.nodes()
     record = reconciler.store.node_records()[node.id]
-    assert record.state == ALLOCATED and record.kind == "worker"
+    assert record.state in (ALLOCATED, WAITING_FOR_REPORT) and record.kind == "worker"
     assert record.offering.startswith("n1-standard-8/us-central1-")
     assert record.request and "launched" in record.reason

@@ -208,3 +208,78 @@ def test_another_clusters_node_is_never_touched(make, clock, provider_config):
     reconciler.tick()
     assert len(other.nodes()) == 1
     assert reconciler.provider.nodes() == []
+
+
+def test_a_preempted_slice_is_deleted_in_the_round_it_is_seen_and_replaced(make, clock, cloud):
+    reconciler = make(tpu_v4_8={"market": "spot"})
+    demand(reconciler, [{"TPU": 4}], clock)
+    reconciler.tick()
+    (first,) = reconciler.provider.nodes()
+    cloud.preempt("p", first.zone, first.id)
+
+    result = reconciler.tick()
+
+    assert result.terminated == [first.id]
+    assert result.launched == {"tpu_v4_8": 1}
+    assert first.id not in {n.id for n in reconciler.provider.nodes()}
+    said = [e.message for e in reconciler.store.events() if e.node_id == first.id]
+    assert any("PREEMPTED" in m and "preempted" in m for m in said)
+
+
+QUEUED = {"acceleratorType": "v4-8", "queuedResource": {"validUntilDuration": "3600s"}}
+
+
+def test_a_failed_queued_resource_is_deleted_at_once_and_replaced(make, clock, cloud):
+    cloud.inject(Fault("queued_failed", method="provision", times=1))
+    reconciler = make(tpu_v4_8={"node_config": QUEUED})
+    demand(reconciler, [{"TPU": 4}], clock)
+    reconciler.tick()
+    (failed,) = reconciler.provider.nodes()
+
+    result = reconciler.tick()
+
+    assert result.terminated == [failed.id]
+    assert result.launched == {"tpu_v4_8": 1}
+    assert failed.id not in {n.id for n in reconciler.provider.nodes()}
+    assert any("queued resource FAILED" in e.message for e in reconciler.store.events())
+
+
+def test_a_queued_resource_waits_for_capacity_without_a_timeout_of_ours(make, clock, cloud):
+    cloud.hold("provision")
+    reconciler = make(tpu_v4_8={"node_config": QUEUED})
+    demand(reconciler, [{"TPU": 4}], clock)
+    reconciler.tick()
+    clock.advance(50 * 60)  # past every booting timeout
+
+    result = reconciler.tick()
+
+    assert result.terminated == [] and result.launched == {}
+    (view,) = result.nodes
+    assert view.state == "queued" and "waiting for capacity" in view.record.reason
+    assert view.node.waiting_until is not None
+
+
+def test_a_queued_wait_may_be_bounded_per_node_type(make, clock, cloud):
+    cloud.hold("provision")
+    reconciler = make(tpu_v4_8={"node_config": QUEUED, "lifecycle_timeouts_s": {"queued": 600}})
+    demand(reconciler, [{"TPU": 4}], clock)
+    reconciler.tick()
+    clock.advance(601)
+
+    result = reconciler.tick()
+
+    assert len(result.terminated) == 1
+    assert any("waited 601s for capacity" in e.message for e in reconciler.store.events())
+
+
+def test_a_create_left_running_counts_as_pending_and_is_not_sent_again(make, clock, cloud):
+    cloud.hold("create")
+    reconciler = make()
+    demand(reconciler, [{"TPU": 4}], clock)
+    assert reconciler.tick().launched == {"tpu_v4_8": 1}
+    clock.advance(120)
+    assert reconciler.tick().launched == {}
+    assert cloud.calls.get("create") == 1
+    cloud.release("create")
+    reconciler.tick()
+    assert reconciler.store.intents(PENDING_INTENT) == []

@@ -194,3 +194,33 @@ def test_never_reporting_types_are_held_after_the_limit_with_their_console(recon
     assert reconciler.provider.nodes() == []
     (infeasible,) = reconciler.current_plan().infeasible
     assert "t4 (held: 3 nodes in a row never reported)" in infeasible.reason
+
+
+def test_an_instance_stopped_outside_the_autoscaler_is_terminated_at_once_and_replaced(
+    reconciler,
+):
+    reconciler.store.set_demand({"bundles": [{"GPU": 1}]}, 0)
+    reconciler.tick()
+    (first,) = reconciler.provider.nodes()
+    reconciler.provider.ec2.stop_instances(InstanceIds=[first.id])  # e.g. a spot interruption
+
+    result = reconciler.tick()
+
+    assert result.terminated == [first.id]
+    assert result.launched == {"t4": 1}
+    state = reconciler.provider.ec2.describe_instances(InstanceIds=[first.id])
+    assert state["Reservations"][0]["Instances"][0]["State"]["Name"] == "terminated"
+    said = [e.message for e in reconciler.store.events() if e.node_id == first.id]
+    assert any("the cloud stopped it (stopped" in m for m in said)
+
+
+def test_a_stopped_node_cached_by_us_is_left_stopped(endpoint, tmp_path):
+    reconciler = make_reconciler(endpoint, tmp_path, cache_stopped_nodes=True)
+    reconciler.store.set_demand({"bundles": [{"GPU": 1}]}, 0)
+    reconciler.tick()
+    (node,) = reconciler.provider.nodes()
+    reconciler.store.set_demand({"bundles": []}, 0)
+    assert reconciler.provider.terminate_nodes([node.id]) == [node.id]  # stops it
+    reconciler.tick()
+    state = reconciler.provider.ec2.describe_instances(InstanceIds=[node.id])
+    assert state["Reservations"][0]["Instances"][0]["State"]["Name"] == "stopped"

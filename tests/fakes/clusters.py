@@ -19,6 +19,7 @@ def gcp_settings(url: str, **extra) -> dict:
         "region": "us-central2",
         "endpoint_url": url,
         "operation_timeout_s": 10,
+        "operation_wait_s": 0.5,
         "operation_poll_s": 0.02,
         "retry_deadline_s": 2,
         **extra,
