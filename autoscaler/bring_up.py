@@ -11,6 +11,7 @@ from pathlib import Path
 from autoscaler.cluster import Cluster, ClusterError
 from autoscaler.reconciler import TickResult
 from autoscaler.report_channel import REPORT_PORT, ReportTarget, cluster_secret
+from autoscaler.state import PREFLIGHT_EVENT, Event
 from providers.base import (
     NODE_KIND_HEAD,
     TAG_NODE_KIND,
@@ -30,8 +31,19 @@ class UpResult:
 
 
 def preflight(cluster: Cluster) -> list[str]:
-    """What would make launches fail, found by the cloud's plugin with read-only calls."""
-    return cluster.provider.preflight(_node_configs(cluster))
+    """What would make launches fail, found by the cloud's plugin with read-only calls; the
+    outcome is recorded (a cluster whose preflight failed launches no workers without its
+    head)."""
+    problems = cluster.provider.preflight(_node_configs(cluster))
+    cluster.store.add_event(
+        Event(
+            cluster.clock(),
+            PREFLIGHT_EVENT,
+            "preflight failed: " + "; ".join(problems) if problems else "preflight passed",
+            data={"ok": not problems},
+        )
+    )
+    return problems
 
 
 def _node_configs(cluster: Cluster) -> dict[str, dict]:

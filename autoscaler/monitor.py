@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from autoscaler.lifecycle import TERMINATING
 from autoscaler.metrics import Metrics
+from autoscaler.planner import Plan
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconciler import Reconciler, TickResult
 from providers.errors import ProviderError
@@ -33,6 +34,8 @@ class RoundSummary:
     seconds: float
     held: tuple[str, ...] = ()
     """Node types held after their nodes repeatedly failed to come up."""
+    waiting_for: str | None = None
+    """Why nothing was launched, when it is the cluster itself (no head)."""
 
     @property
     def nodes(self) -> int:
@@ -53,9 +56,39 @@ class RoundSummary:
                 f"infeasible {self.infeasible}",
                 f"plan ${self.plan_cost_per_hour:.2f}/h",
                 *([f"held {', '.join(self.held)}"] if self.held else []),
+                *([self.waiting_for] if self.waiting_for else []),
                 f"{self.seconds:.2f}s",
             ]
         )
+
+
+class InfeasibleWatch:
+    """Each infeasible demand shape's reason, said once per change (and when it clears)."""
+
+    def __init__(self) -> None:
+        self._said: dict[tuple, str] = {}
+
+    def update(self, plan: Plan) -> list[str]:
+        """Lines for the shapes whose reason is new or changed, or that became feasible."""
+        now = {
+            tuple(sorted(i.resources.items())): (
+                i.reason
+                + (f" (closest node type: {i.closest_node_type})" if i.closest_node_type else "")
+            )
+            for i in plan.infeasible
+        }
+        lines = [
+            f"infeasible: {_shape(shape)}: {reason}"
+            for shape, reason in now.items()
+            if self._said.get(shape) != reason
+        ]
+        lines += [f"feasible again: {_shape(shape)}" for shape in self._said if shape not in now]
+        self._said = now
+        return lines
+
+
+def _shape(shape: tuple) -> str:
+    return "{" + ", ".join(f"{name}: {amount:g}" for name, amount in shape) + "}"
 
 
 def summarize(result: TickResult) -> RoundSummary:
@@ -68,6 +101,7 @@ def summarize(result: TickResult) -> RoundSummary:
         plan_cost_per_hour=result.plan.cost_per_hour,
         seconds=result.seconds,
         held=tuple(h.node_type for h in result.held),
+        waiting_for=result.waiting_for,
     )
 
 

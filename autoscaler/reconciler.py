@@ -19,6 +19,7 @@ and looked at in later rounds.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -42,12 +43,21 @@ from autoscaler.reconcile.observe import NodeView, Observation, Observer
 from autoscaler.reconcile.planning import Planning
 from autoscaler.reconcile.ray_report import scaling_report
 from autoscaler.report_channel import ReportTarget
-from autoscaler.state import FAILED_INTENT, LAUNCHED_INTENT, PENDING_INTENT, Event, StateStore
-from providers.base import NODE_KIND_WORKER, NodeProvider, ProviderNode
+from autoscaler.state import (
+    FAILED_INTENT,
+    LAUNCHED_INTENT,
+    PENDING_INTENT,
+    PREFLIGHT_EVENT,
+    Event,
+    StateStore,
+)
+from providers.base import NODE_KIND_HEAD, NODE_KIND_WORKER, NodeProvider, ProviderNode
 from providers.errors import AccessDeniedError, CapacityError, ProviderError, QuotaError
 
 if TYPE_CHECKING:
     from autoscaler.ray_cluster.client import RayCluster
+
+logger = logging.getLogger(__name__)
 
 REPLAN_ROUNDS = 3
 """Re-plans within one round after failures that block an offering."""
@@ -67,6 +77,8 @@ class TickResult:
     held: list[Streak] = field(default_factory=list)
     """Node types held after their nodes repeatedly failed to come up (not replaced)."""
     seconds: float = 0.0
+    waiting_for: str | None = None
+    """Why nothing was launched this round, when it is the cluster itself (no head)."""
 
 
 class Reconciler:
@@ -106,7 +118,7 @@ class Reconciler:
         result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=list(observation.views))
         observation = self._retire(observation, result)
         result.held = list(self.holds().values())
-        budget = self.launches_per_tick
+        budget = 0 if self._headless(observation, result) else self.launches_per_tick
         for _ in range(REPLAN_ROUNDS):
             result.plan = self.current_plan(observation)
             budget, blocked = self._launch(result.plan, budget, result)
@@ -117,6 +129,23 @@ class Reconciler:
         self._report_to_ray(observation, result)
         result.seconds = time.perf_counter() - started
         return result
+
+    def _headless(self, observation: Observation, result: TickResult) -> bool:
+        """``up`` failed its preflight, so the cluster has no head: nothing is launched
+        (workers of a cluster with no head would bill and serve nothing)."""
+        if self.config.head_node_type is None or self.ray is not None:
+            return False
+        if any(v.kind == NODE_KIND_HEAD and v.state != TERMINATING for v in observation.views):
+            return False
+        checked = self.store.last_event(PREFLIGHT_EVENT)
+        if checked is None or (checked.data or {}).get("ok", True):
+            return False
+        result.waiting_for = (
+            f"no head node and `up` failed its preflight ({checked.message}): nothing is "
+            "launched until `autoscale up` succeeds"
+        )
+        logger.warning(result.waiting_for)
+        return True
 
     def _retire(self, observation: Observation, result: TickResult) -> Observation:
         """Cleanup, liveness and disruption decide; their deletes are applied; the

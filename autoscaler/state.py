@@ -38,6 +38,8 @@ CREATE TABLE IF NOT EXISTS reports (node_id TEXT NOT NULL, host INTEGER NOT NULL
     body TEXT NOT NULL, received_at REAL NOT NULL, PRIMARY KEY (node_id, host));
 """
 
+PREFLIGHT_EVENT = "preflight"
+"""The event ``up`` records with its preflight's outcome (``data.ok``)."""
 PENDING_INTENT = "pending"
 LAUNCHED_INTENT = "launched"
 FAILED_INTENT = "failed"
@@ -300,6 +302,17 @@ class StateStore:
                     for event in events
                 ],
             )
+
+    def last_event(self, kind: str) -> Event | None:
+        """The newest event of ``kind``."""
+        row = self._db.execute(
+            "SELECT at, kind, message, node_type, node_id, data FROM events WHERE kind = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (kind,),
+        ).fetchone()
+        if row is None:
+            return None
+        return Event(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]) if row[5] else None)
 
     def events(self, limit: int = 100) -> list[Event]:
         rows = self._db.execute(

@@ -5,6 +5,7 @@ console for the few longest-waiting ones (read-only cloud calls)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from autoscaler.boot_failures import (
@@ -15,10 +16,11 @@ from autoscaler.boot_failures import (
     read_console,
 )
 from autoscaler.cluster import Cluster
-from autoscaler.lifecycle import ALLOCATED
+from autoscaler.lifecycle import ALLOCATED, BOOTING, QUEUED, STOPPED, TERMINATING
 from autoscaler.offerings import UnavailableOfferings
 from autoscaler.planner import Plan
-from autoscaler.reconciler import NodeView, Reconciler
+from autoscaler.ray_cluster.client import RayUnavailableError
+from autoscaler.reconciler import NodeView, Observation, Reconciler
 from autoscaler.state import Event
 from providers.base import CLOUD_RUNNING, NODE_KIND_HEAD
 
@@ -26,9 +28,17 @@ RECENT_FAILURES = 20
 
 
 def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
-    """Nodes from the cloud, pending and infeasible demand, failures, blocked offerings, cost."""
+    """Nodes from the cloud, pending and infeasible demand (Ray's too, with a Ray cluster),
+    what is launching for it, failures, blocked offerings, cost."""
     reconciler = cluster.reconciler()
-    observation = reconciler.observe()
+    ray_error = None
+    try:
+        observation = reconciler.observe()
+    except RayUnavailableError as err:  # the cloud's view is still worth showing
+        ray_error = str(err)
+        cluster.ray = None
+        reconciler = cluster.reconciler()
+        observation = reconciler.observe()
     views = observation.views
     fresh = reconciler.current_plan(observation)
     now = cluster.clock()
@@ -44,6 +54,8 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
         "cluster": cluster.name,
         "nodes": nodes,
         **_demand_dict(fresh),
+        "launching": _launching(observation),
+        **({"ray": _ray_dict(cluster, observation, ray_error)} if cluster.ray or ray_error else {}),
         "failures": [_failure_dict(e) for e in log if e.kind == "failed"][-RECENT_FAILURES:],
         "unavailable_offerings": [
             {
@@ -96,6 +108,12 @@ def _not_up(
     read = set(slow[::-1][:STATUS_CONSOLE_NODES])
     found: list[tuple[str | None, Console | None]] = []
     for view in views:
+        if view.state == QUEUED:
+            found.append((_queued_reason(view, now), None))
+            continue
+        if view.state in (STOPPED, TERMINATING):
+            found.append((view.record.reason, None))
+            continue
         if view.id not in waiting or waiting[view.id] < STATUS_REASON_AFTER_S:
             found.append((None, None))
             continue
@@ -123,6 +141,62 @@ def _not_up(
     return found
 
 
+def _queued_reason(view: NodeView, now: float) -> str:
+    """A request waiting for capacity: since when, and until when the cloud waits."""
+    node = view.node
+    since = min(view.since, node.launched_at or view.since)
+    what = f"{view.record.reason or 'waiting for capacity'} since {_utc(since)}"
+    what += f" ({_minutes(now - since)})"
+    if node.waiting_until is not None:
+        what += f", until {_utc(node.waiting_until)} (then the cloud fails it; it is replaced)"
+    return what
+
+
+def _launching(observation: Observation) -> list[dict[str, Any]]:
+    """Creates the cloud has not finished, and nodes launched but not up yet."""
+    launching = [
+        {
+            "node_type": w.intent.node_type,
+            "count": w.count,
+            "state": "creating",
+            "since": w.intent.created_at,
+        }
+        for w in observation.waiting
+        if w.count
+    ]
+    booting: dict[tuple[str, str], list[float]] = {}
+    for view in observation.views:
+        if view.state in BOOTING:
+            booting.setdefault((view.node_type, view.state), []).append(view.since)
+    launching += [
+        {"node_type": node_type, "count": len(since), "state": state, "since": min(since)}
+        for (node_type, state), since in sorted(booting.items())
+    ]
+    return launching
+
+
+def _ray_dict(cluster: Cluster, observation: Observation, error: str | None) -> dict[str, Any]:
+    """Ray's pending demand as Ray reports it (or why Ray could not be asked)."""
+    address = cluster.ray.address if cluster.ray else None
+    if error is not None or observation.ray is None:
+        return {"address": address, "error": error, "pending": []}
+    demand = observation.ray.demand
+    pending = [{"resources": dict(b.resources), "count": b.count} for b in demand.bundles]
+    pending += [
+        {
+            "placement_group": g.strategy,
+            "bundles": [dict(b) for b in g.bundles],
+            "count": g.count,
+        }
+        for g in demand.placement_groups
+    ]
+    return {"address": address, "error": None, "pending": pending}
+
+
+def _utc(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min"
 
@@ -139,7 +213,16 @@ def _node_dict(view: NodeView, now: float) -> dict[str, Any]:
         "node_type": view.node_type,
         "kind": view.kind,
         "state": view.state,
+        "since": view.since,
+        "state_reason": view.record.reason or None,
+        "offering": view.record.offering or None,
         "cloud_state": view.node.state,
+        "cloud_status": view.node.cloud_status or None,
+        "waiting_for_capacity": (
+            {"since": view.since, "until": view.node.waiting_until}
+            if view.state == QUEUED
+            else None
+        ),
         "accelerators": accelerators if view.reports else None,
         "internal_ips": [h.internal_ip for h in view.node.hosts if h.internal_ip],
         "external_ips": [h.external_ip for h in view.node.hosts if h.external_ip],
@@ -161,7 +244,12 @@ def _demand_dict(fresh: Plan) -> dict[str, Any]:
         ],
         "deferred": [{"node_type": t, "count": n} for t, n in fresh.deferred],
         "infeasible": [
-            {"resources": dict(i.resources), "count": i.count, "reason": i.reason}
+            {
+                "resources": dict(i.resources),
+                "count": i.count,
+                "reason": i.reason,
+                "closest_node_type": i.closest_node_type,
+            }
             for i in fresh.infeasible
         ],
     }

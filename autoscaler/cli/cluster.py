@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from autoscaler.config import ClusterConfig
 
 CLUSTER_YAML = click.argument("cluster_yaml", type=click.Path(dir_okay=False))
+DEFAULT_INTERVAL_S = 5.0
+"""Seconds between monitor rounds: a round never waits on the cloud, so this is how soon
+new demand is acted on."""
 
 
 def _config(path: str) -> ClusterConfig:
@@ -176,9 +179,9 @@ def request(cluster_yaml: str, demand_source: str | None, bundles: str | None) -
 @click.option(
     "--interval",
     type=click.FloatRange(min=0),
-    default=30.0,
+    default=DEFAULT_INTERVAL_S,
     show_default=True,
-    help="Seconds between rounds.",
+    help="Seconds between rounds (Ray's autoscaler reacts within 5).",
 )
 @click.option(
     "--metrics-port",
@@ -218,7 +221,9 @@ def monitor(
     """Run the reconcile loop: one summary line per round; Ctrl-C stops. With
     --report-port it also receives the nodes' reports (the monitor on the head does)."""
     from autoscaler.metrics import Metrics
-    from autoscaler.monitor import run_rounds, summarize
+    from autoscaler.monitor import InfeasibleWatch, run_rounds, summarize
+
+    infeasible = InfeasibleWatch()
 
     def report(result, error) -> None:
         if error is not None:
@@ -227,6 +232,8 @@ def monitor(
             click.echo(f"{_clock(time.time())} round failed: {error}", err=True)
             return
         click.echo(f"{_clock(time.time())} {summarize(result).line()}")
+        for line in infeasible.update(result.plan):
+            click.echo(f"{_clock(time.time())} {line}")
         if once and result.held:
             raise click.ClickException(
                 "; ".join(
@@ -307,11 +314,19 @@ def _ray_cluster(address: str | None):
 @CLUSTER_YAML
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--events", is_flag=True, help="Add the event log, one line per decision.")
-def status(cluster_yaml: str, as_json: bool, events: bool) -> None:
-    """Nodes (listed from the cloud), pending demand, failures, blocked offerings, cost."""
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    help="Also show this Ray cluster's pending demand and why any of it cannot be served "
+    "(its head's host:port; default $RAY_ADDRESS, then the YAML's ray_address).",
+)
+def status(cluster_yaml: str, as_json: bool, events: bool, ray_address: str | None) -> None:
+    """Nodes (listed from the cloud), pending demand (Ray's too) and what is launching for
+    it, infeasible demand and why, failures, blocked offerings, cost."""
     from autoscaler.status_view import build_status
 
     with _cluster(cluster_yaml, read_only=True) as cluster:
+        cluster.ray = _ray_cluster(ray_address or cluster.config.spec.ray_address)
         data = build_status(cluster, events=events)
     if as_json:
         print_json(data)
@@ -344,7 +359,7 @@ def _print_status(data: Mapping[str, Any]) -> None:
     not_up = [n for n in data["nodes"] if n.get("reason")]
     if not_up:
         print_table(
-            "Nodes not up yet",
+            "Nodes not up",
             ["id", "type", "why"],
             [(n["id"], n["node_type"], n["reason"]) for n in not_up],
         )
@@ -361,6 +376,34 @@ def _print_status(data: Mapping[str, Any]) -> None:
                     _duration(h["expires_in_seconds"]),
                 )
                 for h in data["held_node_types"]
+            ],
+        )
+    ray = data.get("ray")
+    if ray is not None and ray["error"]:
+        click.echo(f"Ray at {ray['address']}: not readable ({ray['error']})")
+    elif ray is not None:
+        print_table(
+            f"Ray's pending demand (Ray at {ray['address']})",
+            ["shape", "count"],
+            [
+                (
+                    format_resources(p["resources"])
+                    if "resources" in p
+                    else f"{p['placement_group']}: "
+                    + " | ".join(format_resources(b) for b in p["bundles"]),
+                    p["count"],
+                )
+                for p in ray["pending"]
+            ]
+            or [("(none)", 0)],
+        )
+    if data["launching"]:
+        print_table(
+            "Launching (pending capacity for the demand)",
+            ["node type", "count", "state", "since"],
+            [
+                (entry["node_type"], entry["count"], entry["state"], _clock(entry["since"]))
+                for entry in data["launching"]
             ],
         )
     if data["pending"]:
@@ -385,10 +428,15 @@ def _print_status(data: Mapping[str, Any]) -> None:
         click.echo(f"Deferred by limits: {deferred['count']} x {deferred['node_type']}")
     if data["infeasible"]:
         print_table(
-            "Infeasible demand",
-            ["resources", "count", "reason"],
+            "Infeasible demand (nothing is launched for it)",
+            ["resources", "count", "reason", "closest node type"],
             [
-                (format_resources(i["resources"]), i["count"], i["reason"])
+                (
+                    format_resources(i["resources"]),
+                    i["count"],
+                    i["reason"],
+                    i["closest_node_type"],
+                )
                 for i in data["infeasible"]
             ],
         )

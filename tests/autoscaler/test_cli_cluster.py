@@ -115,6 +115,20 @@ def test_request_rejects_bad_input_with_exit_2(cluster_yaml, args, message):
     assert message in result.output
 
 
+def test_monitor_once_launches_nothing_after_up_failed_its_preflight(
+    cluster_yaml, provider, monkeypatch
+):
+    from providers.gcp_tpu.provider import GcpTpuNodeProvider
+
+    monkeypatch.setattr(GcpTpuNodeProvider, "preflight", lambda self, configs: ["no API"])
+    assert autoscale("up", cluster_yaml, "--yes").exit_code == 1
+    autoscale("request", cluster_yaml, "--bundles", json.dumps([{"TPU": 4}] * 5))
+    result = autoscale("monitor", cluster_yaml, "--once")
+    assert result.exit_code == 0, result.output
+    assert "launched 0" in result.output and "failed its preflight" in result.output
+    assert provider.nodes() == []
+
+
 def test_monitor_once_launches_for_the_recorded_demand(cluster_yaml, provider):
     autoscale("request", cluster_yaml, "--bundles", json.dumps([{"TPU": 4}] * 5))
     result = autoscale("monitor", cluster_yaml, "--once")

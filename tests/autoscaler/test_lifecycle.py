@@ -9,7 +9,6 @@ import pytest
 from autoscaler.config import parse_cluster_config
 from autoscaler.lifecycle import (
     ALLOCATED,
-    BOOTING,
     QUEUED,
     REQUESTED,
     RUNNING,
@@ -100,7 +99,6 @@ def test_timeouts_stop_at_nothing_for_stopped_and_wait_forever_for_queued():
         assert timeout_s(RUNNING, accelerated) == math.inf
     assert timeout_s(ALLOCATED, True) > timeout_s(ALLOCATED, False)
     assert timeout_s(ALLOCATED, True, {ALLOCATED: 42}) == 42
-    assert BOOTING == {REQUESTED, QUEUED, ALLOCATED, WAITING_FOR_REPORT}
 
 
 def test_a_node_type_overrides_its_timeouts_in_the_yaml():
