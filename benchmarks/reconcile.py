@@ -1,8 +1,12 @@
-"""The reconcile loop on the embedded cloud.
+"""The reconcile loop: how long one round takes, and how soon demand is served.
 
-Run: .venv/bin/python benchmarks/reconcile.py
-1. One tick with 1,000 nodes and 20,000 pending bundles: wall time and EC2 API calls.
-2. Time from demand to "all nodes reported" for 50 nodes (emulator + node simulator, whose
+Run: .venv/bin/python benchmarks/reconcile.py [--skip-boot]
+1. One round with 1,000 and with 5,000 nodes and 20,000 pending bundles, on the fake
+   Compute Engine server through Google's real client: the round's seconds (first round,
+   which records every node, and a steady round), the cloud listing alone and the planner
+   alone.
+2. A round while a create operation never finishes (default settings): it must not wait.
+3. Time from demand to "all nodes reported" for 50 nodes (emulator + node simulator, whose
    boot delay is part of the figure).
 """
 
@@ -12,77 +16,140 @@ import os
 import sys
 import tempfile
 import time
-from collections import Counter
 from pathlib import Path
 
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from planner_problems import demand, problem
-
 from autoscaler.bring_up import up
 from autoscaler.cluster import open_cluster
-from autoscaler.config import load_cluster_config
+from autoscaler.config import load_cluster_config, parse_cluster_config
+from autoscaler.reconciler import Reconciler
+from autoscaler.state import StateStore
 from autoscaler.teardown import teardown
-from providers.base import TAG_NODE_KIND, TAG_NODE_TYPE
+from providers.base import TAG_CLUSTER, TAG_NODE_KIND, TAG_NODE_TYPE
+from providers.gcp.fake_api import FakeServer
+from providers.gcp.provider import GcpNodeProvider
+from providers.gcp_compute.emulator import ComputeCloud
 
 AMI = "ami-1e749f67"
+PROJECT = "bench"
+ZONES = ("us-central1-a", "us-central1-b", "us-central1-c")
+MACHINES = (
+    "n1-standard-1",
+    "n1-standard-4",
+    "n1-standard-8",
+    "n1-standard-16",
+    "n2-standard-32",
+    "c2-standard-60",
+    "g2-standard-4",
+    "g2-standard-8",
+    "g2-standard-24",
+    "g2-standard-48",
+    "a2-highgpu-1g",
+    "a2-highgpu-8g",
+)
+BUNDLES = 20_000
 
 
 def main() -> None:
     os.environ.setdefault("AUTOSCALE_STATE_DIR", tempfile.mkdtemp(prefix="bench-"))
     folder = Path(tempfile.mkdtemp(prefix="bench-config-"))
-    one_tick(folder)
-    demand_to_reported(folder)
+    for nodes in (1_000, 5_000):
+        one_round(folder, nodes)
+    stuck_create(folder)
+    if "--skip-boot" not in sys.argv:
+        demand_to_reported(folder)
 
 
-def one_tick(folder: Path) -> None:
-    cluster_doc, _ = problem(20_000)
-    cluster_doc.update(cluster_name="bench-tick", head_node_type=None)
-    cluster_doc["provider"]["emulator"] = True
-    del cluster_doc["available_node_types"]["head"]
-    types = sorted(cluster_doc["available_node_types"])
-    for spec in cluster_doc["available_node_types"].values():
-        spec["node_config"]["ImageId"] = AMI
-    path = folder / "tick.yaml"
-    path.write_text(yaml.safe_dump(cluster_doc))
-    import random
+def _config(url: str, name: str, **provider):
+    return parse_cluster_config(
+        {
+            "cluster_name": name,
+            "max_workers": 100_000,
+            "provider": {
+                "type": "gcp",
+                "project_id": PROJECT,
+                "region": "us-central1",
+                "availability_zone": list(ZONES),
+                "endpoint_url": url,
+                **provider,
+            },
+            "available_node_types": {
+                machine: {"node_config": {"machineType": machine}, "max_workers": 50_000}
+                for machine in MACHINES
+            },
+        },
+        "bench",
+    )
 
-    bundles = demand(random.Random(1), 20_000, [t.replace("-", ".", 1) for t in types])
-    cluster = open_cluster(load_cluster_config(path))
-    try:
-        for batch in range(10):  # 1,000 existing nodes spread over the types
-            node_type = types[batch % len(types)]
-            cluster.provider.create_node(
-                cluster_doc["available_node_types"][node_type]["node_config"],
-                {TAG_NODE_TYPE: node_type, TAG_NODE_KIND: "worker"},
-                100,
-                f"seed-{batch}",
-            )
-        cluster.store.set_demand(bundles, time.time())
-        calls: Counter[str] = Counter()
-        cluster.provider.ec2.meta.events.register(
-            "before-call.ec2", lambda model, **_: calls.update([model.name])
-        )
-        reconciler = cluster.reconciler()
-        reconciler.launches_per_tick = 0  # measure sync + plan + act without new launches
+
+def _demand(bundles: int) -> dict:
+    """About ``bundles`` bundles as Ray reports them (shapes with counts): CPU tasks,
+    memory-heavy tasks, L4 and A100 GPU tasks, 8-GPU training bundles, a few infeasible."""
+    shares = [
+        ({"CPU": 1}, 0.25),
+        ({"CPU": 2}, 0.15),
+        ({"CPU": 4}, 0.15),
+        ({"CPU": 2, "memory": 24 * 2**30}, 0.05),
+        ({"GPU": 0.5}, 0.1),
+        ({"CPU": 2, "GPU": 1, "accelerator_type:L4": 0.001}, 0.15),
+        ({"CPU": 4, "GPU": 1, "accelerator_type:A100": 0.001}, 0.1),
+        ({"GPU": 8, "accelerator_type:A100": 0.001}, 0.05),
+    ]
+    entries = [{"resources": r, "count": max(1, round(bundles * share))} for r, share in shares]
+    entries += [{"resources": {"GPU": 16}, "count": 1}, {"resources": {"TPU": 4}, "count": 1}]
+    groups = [{"strategy": "STRICT_SPREAD", "bundles": [{"GPU": 1, "CPU": 4}] * 4, "count": 50}]
+    return {"bundles": entries, "placement_groups": groups}
+
+
+def one_round(folder: Path, count: int) -> None:
+    cloud = ComputeCloud(max_instances=count + 1000)
+    name = f"bench{count}"
+    for index in range(count):  # existing nodes spread over the CPU types and zones
+        machine = MACHINES[index % 4]
+        labels = {TAG_CLUSTER: name, TAG_NODE_TYPE: machine, TAG_NODE_KIND: "worker"}
+        cloud.put_instance(PROJECT, ZONES[index % len(ZONES)], f"{name}-n{index}", labels)
+    with FakeServer(cloud.route) as server:
+        config = _config(server.url, name)
+        provider = GcpNodeProvider(config.provider_settings(), name)
+        store = StateStore(folder / f"{name}.db")
+        store.set_demand(_demand(BUNDLES), time.time())
+        reconciler = Reconciler(config, provider, store, launches_per_tick=0)
+        first = reconciler.tick()
+        steady = reconciler.tick()
         listed = time.perf_counter()
-        cluster.provider.nodes()
+        provider.nodes()
         listing = time.perf_counter() - listed
-        calls.clear()
-        start = time.perf_counter()
-        result = reconciler.tick()
-        spent = time.perf_counter() - start
-        print(
-            f"one tick, {len(result.nodes)} nodes, 20,000 bundles: {spent:.2f} s, "
-            f"{sum(calls.values())} API calls ({dict(calls)}); plan wants "
-            f"{sum(launch.count for launch in result.plan.launches)} more units; the "
-            f"emulator alone takes {listing:.2f} s to list the 1,000 nodes"
-        )
-    finally:
-        teardown(cluster, timeout_s=600)
-        cluster.close()
+        observation = reconciler.observe()
+        planned = time.perf_counter()
+        plan = reconciler.current_plan(observation)
+        planning = time.perf_counter() - planned
+        store.close()
+    print(
+        f"one round, {len(steady.nodes):,} nodes, {BUNDLES:,} pending bundles: "
+        f"{steady.seconds:.2f} s (first round, recording every node: {first.seconds:.2f} s); "
+        f"cloud listing alone {listing:.2f} s, planner alone {planning:.2f} s; the plan wants "
+        f"{sum(launch.count for launch in plan.launches):,} more units"
+    )
+
+
+def stuck_create(folder: Path) -> None:
+    """A create whose operation never finishes, with the default operation settings."""
+    cloud = ComputeCloud()
+    cloud.hold("bulkInsert")
+    with FakeServer(cloud.route) as server:
+        config = _config(server.url, "benchstuck")
+        provider = GcpNodeProvider(config.provider_settings(), "benchstuck")
+        store = StateStore(folder / "stuck.db")
+        store.set_demand({"bundles": [{"resources": {"CPU": 6}, "count": 1}]}, time.time())
+        reconciler = Reconciler(config, provider, store)
+        rounds = [reconciler.tick() for _ in range(3)]
+        store.close()
+    print(
+        "rounds while a create never finishes: "
+        + ", ".join(f"{r.seconds:.2f} s" for r in rounds)
+        + f"; creates sent: {cloud.calls.get('bulkInsert', 0)}"
+    )
 
 
 def demand_to_reported(folder: Path) -> None:
