@@ -7,13 +7,16 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from autoscaler.lifecycle import TERMINATING
-from autoscaler.metrics import Metrics
 from autoscaler.planner import Plan
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconciler import Reconciler, TickResult
 from providers.errors import ProviderError
+
+if TYPE_CHECKING:
+    from autoscaler.metrics import Metrics
 
 POLL_S = 5.0
 ROUND_ERRORS = (ProviderError, RayUnavailableError)

@@ -220,7 +220,6 @@ def monitor(
 ) -> None:
     """Run the reconcile loop: one summary line per round; Ctrl-C stops. With
     --report-port it also receives the nodes' reports (the monitor on the head does)."""
-    from autoscaler.metrics import Metrics
     from autoscaler.monitor import InfeasibleWatch, run_rounds, summarize
 
     infeasible = InfeasibleWatch()
@@ -250,9 +249,11 @@ def monitor(
             endpoint, cluster.report = _report_endpoint(
                 cluster, report_port, report_address, report_secret_file
             )
-        metrics = Metrics(cluster.config) if metrics_port is not None else None
-        server = None
-        if metrics is not None:
+        metrics, server = None, None
+        if metrics_port is not None:
+            from autoscaler.metrics import Metrics
+
+            metrics = Metrics(cluster.config)
             try:
                 server = metrics.serve(metrics_port)
             except OSError as err:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.tpu_generations import parse_pod_type
 from providers.base import (
@@ -29,9 +29,11 @@ from providers.base import (
     OperationStatus,
     ProviderNode,
 )
-from providers.gcp.account import GcpAccount
 from providers.gcp.cloud import GcpCloud
 from providers.gcp_tpu.slices import tpu_slice_type
+
+if TYPE_CHECKING:
+    from providers.gcp.account import GcpAccount
 
 _PLUGINS = {
     "tpu": "providers.gcp_tpu.provider:GcpTpuNodeProvider",
@@ -61,7 +63,9 @@ class GcpNodeProvider(NodeProvider):
     @property
     def account(self) -> GcpAccount:
         """The cluster's service accounts, custom role and firewall rules."""
-        if self._account is None:
+        if self._account is None:  # imported here: the Compute Engine client loads slowly
+            from providers.gcp.account import GcpAccount
+
             self._account = GcpAccount(self.provider_config, self.cluster_name)
         return self._account
 
