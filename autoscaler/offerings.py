@@ -128,7 +128,7 @@ class UnavailableOfferings:
         }
         return (
             "; ".join(
-                f"{r.kind} blocked in {r.zone or 'every zone'} until {_utc(r.until)}"
+                f"{r.kind} blocked in {r.zone or 'every zone'} until {utc(r.until)}"
                 + (f" (needs {r.detail})" if r.detail else "")
                 + f": {r.message}"
                 for r in sorted(covering.values(), key=lambda r: r.until)
@@ -186,5 +186,6 @@ def _covered(error: ProviderError, kind: str) -> Offering:
     return offering
 
 
-def _utc(at: float) -> str:
+def utc(at: float) -> str:
+    """``at`` (seconds since the epoch) as a UTC date and time."""
     return datetime.fromtimestamp(at, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

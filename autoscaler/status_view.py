@@ -5,7 +5,6 @@ console for the few longest-waiting ones (read-only cloud calls)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from autoscaler.boot_failures import (
@@ -17,7 +16,7 @@ from autoscaler.boot_failures import (
 )
 from autoscaler.cluster import Cluster
 from autoscaler.lifecycle import ALLOCATED, BOOTING, QUEUED, STOPPED, TERMINATING
-from autoscaler.offerings import UnavailableOfferings
+from autoscaler.offerings import UnavailableOfferings, utc
 from autoscaler.planner import Plan
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconciler import NodeView, Observation, Reconciler
@@ -145,10 +144,10 @@ def _queued_reason(view: NodeView, now: float) -> str:
     """A request waiting for capacity: since when, and until when the cloud waits."""
     node = view.node
     since = min(view.since, node.launched_at or view.since)
-    what = f"{view.record.reason or 'waiting for capacity'} since {_utc(since)}"
+    what = f"{view.record.reason or 'waiting for capacity'} since {utc(since)}"
     what += f" ({_minutes(now - since)})"
     if node.waiting_until is not None:
-        what += f", until {_utc(node.waiting_until)} (then the cloud fails it; it is replaced)"
+        what += f", until {utc(node.waiting_until)} (then the cloud fails it; it is replaced)"
     return what
 
 
@@ -191,10 +190,6 @@ def _ray_dict(cluster: Cluster, observation: Observation, error: str | None) -> 
         for g in demand.placement_groups
     ]
     return {"address": address, "error": None, "pending": pending}
-
-
-def _utc(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
 
 
 def _minutes(seconds: float) -> str:

@@ -4,11 +4,11 @@ hold started and said, a streak ended when a node of its type comes up (the rule
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from autoscaler.boot_failures import BOOT_LOG, Streak, config_fingerprint, record_failure
 from autoscaler.config import ClusterConfig
+from autoscaler.offerings import utc
 from autoscaler.reconcile.actions import BootFailure
 from autoscaler.reconcile.events import EventLog
 from autoscaler.reconcile.observe import NodeView
@@ -88,7 +88,7 @@ class BootHolds:
         self.event(
             "held",
             f"stopped replacing {streak.node_type}: {streak.what}; {streak.console.describe()}; "
-            f"held for {hours:g}h (until {_utc(streak.held_until)}), or until its config "
+            f"held for {hours:g}h (until {utc(streak.held_until)}), or until its config "
             "changes or `down`; check the node's permissions (instance profile or service "
             f"account), its image, and the boot script's log {BOOT_LOG}",
             streak.node_type,
@@ -100,7 +100,3 @@ class BootHolds:
                 "console": list(streak.console.lines),
             },
         )
-
-
-def _utc(at: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
