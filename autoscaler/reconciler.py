@@ -338,7 +338,7 @@ def _transition_event(before: NodeRecord | None, after: NodeRecord) -> Event | N
     )
 
 
-def _vanished_event(record: NodeRecord, now: float) -> Event | None:
+def _vanished_event(record: NodeRecord, now: float) -> Event:
     """A recorded node the cloud no longer lists: deleted as asked, or gone on its own."""
     if record.state == TERMINATING:
         return Event(
@@ -349,7 +349,10 @@ def _vanished_event(record: NodeRecord, now: float) -> Event | None:
             record.node_id,
             {"from": TERMINATING, "to": "gone", "reason": "deleted"},
         )
-    reason = "the cloud no longer lists it (deleted outside the autoscaler)"
+    reason = (
+        "the cloud no longer lists it (terminated by the cloud, e.g. a failed launch, or "
+        "outside the autoscaler)"
+    )
     return Event(
         now,
         "vanished",

@@ -144,7 +144,7 @@ def _queued_reason(view: NodeView, now: float) -> str:
     """A request waiting for capacity: since when, and until when the cloud waits."""
     node = view.node
     since = min(view.since, node.launched_at or view.since)
-    what = f"{view.record.reason or 'waiting for capacity'} since {utc(since)}"
+    what = f"{node.status_message or 'waiting for capacity'} since {utc(since)}"
     what += f" ({_minutes(now - since)})"
     if node.waiting_until is not None:
         what += f", until {utc(node.waiting_until)} (then the cloud fails it; it is replaced)"
