@@ -15,7 +15,7 @@ Each repeat of a failure doubles the block (up to 8 times its time-to-live).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 
@@ -28,6 +28,9 @@ PERMISSION_TTL_S = 3600.0
 MAX_PROBE_BUDGET = 64
 EVERY = "*"
 """An instance type or market that a block covers in full (a permission error)."""
+ACCELERATOR = "accelerator_type:"
+"""A block's instance type starting so covers every type with that accelerator (a GPU
+quota)."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,23 @@ class UnavailableOfferings:
             or "no capacity in any of its offerings now"
         )
 
+    def accelerator_block(self, resources: Mapping[str, float], market: str) -> str | None:
+        """Why a node type with ``resources`` is blocked by a quota on its accelerator, if it
+        is (every instance type with that accelerator draws on the quota)."""
+        now = self._clock()
+        for r in self.active():
+            if (
+                r.instance_type.startswith(ACCELERATOR)
+                and r.instance_type in resources
+                and r.market in (market, EVERY)
+                and now < r.until
+            ):
+                needs = f" (needs {r.detail})" if r.detail else ""
+                return (
+                    f"quota blocked for {r.instance_type} until {utc(r.until)}{needs}: {r.message}"
+                )
+        return None
+
     def _covering(self, offering: Offering) -> list[OfferingRecord]:
         return [
             r
@@ -182,7 +202,9 @@ def _covered(error: ProviderError, kind: str) -> Offering:
         return Offering(EVERY, None, EVERY)
     offering = error.offering
     if kind == "quota" and not getattr(error, "zonal", False):
-        return Offering(offering.instance_type, None, offering.market)
+        accelerator = getattr(error, "accelerator", None)
+        what = f"{ACCELERATOR}{accelerator}" if accelerator else offering.instance_type
+        return Offering(what, None, offering.market)
     return offering
 
 

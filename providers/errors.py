@@ -48,12 +48,20 @@ class QuotaError(ProviderError):
     kind = "quota"
 
     def __init__(
-        self, message: str, quota: str | None = None, zonal: bool = False, **kwargs
+        self,
+        message: str,
+        quota: str | None = None,
+        zonal: bool = False,
+        accelerator: str | None = None,
+        **kwargs,
     ) -> None:
         super().__init__(message, **kwargs)
         self.quota = quota
         self.zonal = zonal
         """The quota is per zone (else per region or account: every zone is blocked)."""
+        self.accelerator = accelerator
+        """The accelerator (canonical name) the quota counts: every instance type with it
+        is blocked too (None: this instance type only)."""
 
 
 class ThrottledError(ProviderError):

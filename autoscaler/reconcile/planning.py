@@ -114,6 +114,9 @@ class Planning:
             return replace(node_type, available=False, unavailable_reason=hold.reason())
         if node_type.offering is None:
             return node_type
+        quota = self.offerings.accelerator_block(node_type.resources, node_type.offering.market)
+        if quota is not None:
+            return replace(node_type, available=False, unavailable_reason=quota)
         budget = self.offerings.budget(node_type.offering)
         if budget is None:
             return node_type

@@ -152,7 +152,10 @@ def classify(
         if reason.code in _QUOTA_CODES:
             quota = _compute_quota(reason)
             return QuotaError(
-                f"quota {quota} is exhausted: {reason.message}", quota=quota, **common
+                f"quota {quota} is exhausted: {reason.message}",
+                quota=quota,
+                accelerator=quota_accelerator(quota),
+                **common,
             )
         if reason.code in _RATE_REASONS:
             return ThrottledError(f"rate limited: {reason.message}", **common)
@@ -187,9 +190,36 @@ def _resource_exhausted(
     if quota is not None:
         zonal = "perzone" in (quota or "").lower().replace("_", "")
         return QuotaError(
-            f"quota {quota} is exhausted: {message}", quota=quota, zonal=zonal, **common
+            f"quota {quota} is exhausted: {message}",
+            quota=quota,
+            zonal=zonal,
+            accelerator=quota_accelerator(quota),
+            **common,
         )
     return CapacityError(f"no capacity: {message}", **common)
+
+
+_GPU_QUOTA = re.compile(r"(?:PREEMPTIBLE_|COMMITTED_)?NVIDIA_([A-Z0-9_]+?)_GPUS", re.IGNORECASE)
+
+
+def quota_accelerator(quota: str | None) -> str | None:
+    """The accelerator (canonical name) a Compute Engine GPU quota counts, e.g.
+    ``NVIDIA_A100_GPUS`` -> ``A100-40G`` (``nvidia-tesla-a100``), ``NVIDIA_A100_80GB_GPUS`` ->
+    ``A100-80G``: every machine type with those GPUs draws on it."""
+    found = _GPU_QUOTA.search(quota or "")
+    if found is None:
+        return None
+    from instance_catalog.gcp import canonical_gpu_name, gcp_data
+
+    key = found.group(1).lower()
+    names = list(gcp_data()["gpus"])
+    bases = {g: g.removeprefix("nvidia-").removeprefix("tesla-") for g in names}
+    exact = [g for g, base in bases.items() if base.replace("-", "_") == key]
+    sized = [
+        g for g, base in bases.items() if re.sub(r"-\d+gb$", "", base).replace("-", "_") == key
+    ]
+    match = (exact or sized or [None])[0]
+    return canonical_gpu_name(match) if match else None
 
 
 def _compute_quota(reason: _Reason) -> str:

@@ -78,3 +78,41 @@ def test_the_cache_survives_a_restart(tmp_path):
     )
     reopened = StateStore(tmp_path / "state.db")
     assert UnavailableOfferings(clock, reopened.offerings()).budget(P4D_IN_A) == 0
+
+
+def test_a_regional_quota_blocks_the_type_in_every_zone_a_zonal_one_only_its_zone():
+    cache = UnavailableOfferings(Clock())
+    cache.record_failure(QuotaError("vCPU limit", quota="Running On-Demand P", offering=P4D))
+    assert cache.budget(P4D_IN_A_OR_B) == 0  # quotas are regional: zone b is no way out
+    zonal = UnavailableOfferings(Clock())
+    zonal.record_failure(QuotaError("per zone", quota="TPUPerZone", zonal=True, offering=P4D))
+    assert zonal.budget(P4D_IN_A_OR_B) is None
+    assert zonal.open_zones(P4D_IN_A_OR_B) == ("us-east-1b",)
+
+
+def test_a_gpu_quota_blocks_every_type_with_that_gpu_and_no_other():
+    cache = UnavailableOfferings(Clock())
+    a2 = Offering("a2-highgpu-1g", "us-central1-a")
+    cache.record_failure(
+        QuotaError(
+            "Quota 'NVIDIA_A100_GPUS' exceeded",
+            quota="NVIDIA_A100_GPUS",
+            accelerator="A100-40G",
+            offering=a2,
+        )
+    )
+    forty = {"GPU": 2.0, "accelerator_type:A100": 1.0, "accelerator_type:A100-40G": 1.0}
+    eighty = {"GPU": 1.0, "accelerator_type:A100": 1.0, "accelerator_type:A100-80G": 1.0}
+    reason = cache.accelerator_block(forty, "on-demand")
+    assert reason and "NVIDIA_A100_GPUS" in reason
+    assert cache.accelerator_block(eighty, "on-demand") is None
+
+
+def test_a_permission_error_blocks_every_create_until_it_expires():
+    clock = Clock()
+    cache = UnavailableOfferings(clock)
+    cache.record_failure(AccessDeniedError("denied", action="ec2:RunInstances"))
+    assert cache.budget(P4D_IN_A) == 0 and cache.budget(G5) == 0
+    assert "ec2:RunInstances" in cache.blocked_reason(G5)
+    clock.advance(10 * 3600)
+    assert cache.budget(G5) is not None

@@ -186,3 +186,12 @@ def test_transient_errors_while_polling_an_operation_are_retried(provider, cloud
 
     assert node.state == "running"
     assert cloud.calls["operation"] >= 3
+
+
+def test_a_gpu_quota_names_the_accelerator_it_counts():
+    from providers.gcp.errors import quota_accelerator
+
+    assert quota_accelerator("NVIDIA_A100_GPUS in region us-central1") == "A100-40G"
+    assert quota_accelerator("NVIDIA_A100_80GB_GPUS") == "A100-80G"
+    assert quota_accelerator("PREEMPTIBLE_NVIDIA_T4_GPUS") == "T4"
+    assert quota_accelerator("CPUS") is None
