@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import logging
 import random
 import time
@@ -27,6 +28,8 @@ from google.auth.exceptions import GoogleAuthError
 from google.cloud import compute_v1
 
 from providers.base import (
+    CLOUD_PENDING,
+    CLOUD_RUNNING,
     TAG_CLUSTER,
     TAG_LAUNCH_REQUEST,
     LaunchResult,
@@ -120,7 +123,7 @@ class GceNodeProvider(NodeProvider):
                 "no zone to launch in: set provider.availability_zone or the node type's own",
                 field="availability_zone",
             )
-        held = {n.id: n for n in self._list({TAG_LAUNCH_REQUEST: launch_request_id})}
+        held = {n.id: n for n in _live(self._list({TAG_LAUNCH_REQUEST: launch_request_id}))}
         running: list[str] = []
         """Handles of bulk inserts left running (their VMs are pending capacity)."""
 
@@ -184,11 +187,7 @@ class GceNodeProvider(NodeProvider):
         insert still running after the round's wait is added to ``running``, not waited for."""
         whole = True
         while len(held) < count:
-            names = [
-                name
-                for index in range(count)
-                if (name := resource_name(self.cluster_name, launch_request_id, index)) not in held
-            ][: count - len(held)]
+            names = self._free_names(launch_request_id, count - len(held), held)
             resource = compute_v1.BulkInsertInstanceResource(
                 count=len(names),
                 min_count=len(names) if whole else 1,
@@ -203,7 +202,7 @@ class GceNodeProvider(NodeProvider):
                     raise
                 whole = False
                 continue
-            fresh = self._list({TAG_LAUNCH_REQUEST: launch_request_id})
+            fresh = _live(self._list({TAG_LAUNCH_REQUEST: launch_request_id}))
             added = [node for node in fresh if node.id not in held]
             held.update((node.id, node) for node in fresh)
             if handle is not None:
@@ -211,6 +210,15 @@ class GceNodeProvider(NodeProvider):
                 return
             if not added:
                 return
+
+    def _free_names(
+        self, launch_request_id: str, wanted: int, held: Mapping[str, ProviderNode]
+    ) -> list[str]:
+        """``wanted`` VM names of the launch request that no VM has: neither one held nor
+        one a failed create left behind (stopped, until deleted), in any zone."""
+        taken = {n.id for n in self._list({TAG_LAUNCH_REQUEST: launch_request_id})} | set(held)
+        names = (resource_name(self.cluster_name, launch_request_id, i) for i in itertools.count())
+        return list(itertools.islice((name for name in names if name not in taken), wanted))
 
     def _insert(
         self,
@@ -229,7 +237,7 @@ class GceNodeProvider(NodeProvider):
                 operation = self.api.bulk_insert(zone, resource, request)
                 break
             except LOST_ANSWERS as exc:
-                launched = self._list({TAG_LAUNCH_REQUEST: launch_request_id})
+                launched = _live(self._list({TAG_LAUNCH_REQUEST: launch_request_id}))
                 if any(node.id not in held for node in launched):
                     logger.info("bulkInsert answer lost (%s); it launched VMs", exc)
                     return None
@@ -333,3 +341,8 @@ class GceNodeProvider(NodeProvider):
             except ProviderError as err:
                 problems.append(f"{name}: {err}")
         return problems
+
+
+def _live(nodes: list[ProviderNode]) -> list[ProviderNode]:
+    """The VMs starting or running (not those a failed create or a preemption stopped)."""
+    return [node for node in nodes if node.state in (CLOUD_PENDING, CLOUD_RUNNING)]

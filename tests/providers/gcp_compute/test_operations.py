@@ -38,3 +38,20 @@ def test_a_create_left_running_is_pending_with_a_handle(make_provider, cloud):
     cloud.release("bulkInsert")
     assert provider.operation_status(handle).done
     assert {n.zone for n in provider.nodes()} == {ZONES[0]}
+
+
+def test_a_vm_a_failed_create_left_stopped_is_neither_counted_nor_its_name_reused(provider, cloud):
+    from providers.base import TAG_CLUSTER, TAG_LAUNCH_REQUEST
+    from providers.gcp.labels import resource_name
+    from tests.providers.gcp_compute.conftest import CLUSTER
+
+    burned = resource_name(CLUSTER, "req-1", 0)
+    labels = {TAG_CLUSTER: CLUSTER, TAG_LAUNCH_REQUEST: "req-1"}
+    cloud.put_instance(PROJECT, ZONES[0], burned, labels)
+    cloud.preempt(PROJECT, ZONES[0], burned)  # TERMINATED, as a failed create leaves it
+
+    result = provider.create_node(L4, {}, 1, "req-1")
+
+    (node,) = result.nodes
+    assert node.id != burned and node.state != CLOUD_STOPPED
+    assert sorted(n.id for n in provider.nodes()) == sorted([burned, node.id])
