@@ -52,7 +52,7 @@ BOOT_CLOCK = frozenset(BOOTING - {QUEUED})
 """States timed together from the launch (waiting in a queue restarts the clock)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class NodeView:
     """One owned node as this round sees it, with its lifecycle record."""
 
@@ -318,12 +318,9 @@ class Observer:
             ray_idle_since=now - min(idle) if idle and len(idle) == len(ray_nodes) else None,
         )
         if before is not None and before.request == view.record.request:
-            view.record = _moved(before, node, view.up, now)
-        else:
-            state = observed_state(node, view.up)
-            start = min(now, node.launched_at or now) if state in BOOT_CLOCK else now
-            view.record = view.record.moved(state, start, reason_for(node, state))
-        return view
+            return replace(view, record=_moved(before, node, view.up, now))
+        state = observed_state(node, view.up)
+        return replace(view, record=view.record.moved(state, now, reason_for(node, state)))
 
 
 def _moved(before: NodeRecord, node: ProviderNode, up: bool, now: float) -> NodeRecord:

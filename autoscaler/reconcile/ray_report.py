@@ -42,6 +42,7 @@ def scaling_report(
             w.intent.created_at,
         )
         for w in observation.waiting
+        if w.count
     ] + [
         PendingLaunch(name, instance_type.get(name, ""), count, now)
         for name, count in launched.items()

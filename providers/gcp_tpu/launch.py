@@ -16,7 +16,6 @@ from providers.base import (
     CLOUD_RUNNING,
     CLOUD_STOPPED,
     CLOUD_STOPPING,
-    CLOUD_TERMINATED,
     CLOUD_TERMINATING,
     ON_DEMAND,
     SPOT,
@@ -57,7 +56,7 @@ NODE_STATES = {
     "HIDDEN": CLOUD_STOPPED,
     "PREEMPTED": CLOUD_STOPPED,  # listed until deleted: it is replaced, then deleted
     "DELETING": CLOUD_TERMINATING,
-    "TERMINATED": CLOUD_TERMINATED,
+    "TERMINATED": CLOUD_STOPPED,  # listed until deleted, holding quota: deleted at once
 }
 QUEUED_STATES = {
     "STATE_UNSPECIFIED": CLOUD_PENDING,

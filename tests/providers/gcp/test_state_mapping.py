@@ -58,3 +58,12 @@ def test_a_create_that_fails_later_reports_the_clouds_error(make_provider, cloud
     status = provider.operation_status(handle)
     assert status.done and status.error is not None
     assert status.error.kind == "capacity" and status.error.offering.zone == ZONE
+
+
+def test_a_terminated_slice_is_listed_stopped_so_it_is_deleted(provider, cloud):
+    cloud.put_node(
+        PROJECT, ZONE, "alpha-gone", "v4-8", {"accel-cluster-name": "alpha"}, state="TERMINATED"
+    )
+    (listed,) = provider.nodes()
+    assert (listed.state, listed.cloud_status) == (CLOUD_STOPPED, "TERMINATED")
+    assert provider.terminate_nodes([listed.id]) == [listed.id]
