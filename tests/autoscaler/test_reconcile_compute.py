@@ -184,3 +184,28 @@ def test_a_new_node_is_recorded_with_its_offering_and_launch(make, clock):
     assert record.state in (ALLOCATED, WAITING_FOR_REPORT) and record.kind == "worker"
     assert record.offering.startswith("n1-standard-8/us-central1-")
     assert record.request and "launched" in record.reason
+
+
+def test_a_node_being_deleted_stays_terminating_and_is_asked_again_after_its_timeout(
+    make, clock, cloud
+):
+    reconciler = make()
+    want(reconciler, clock, {"CPU": 6})
+    reconciler.tick()
+    (first,) = reconciler.provider.nodes()
+    cloud.hold("delete")  # the cloud takes its time deleting
+    cloud.preempt(PROJECT, first.zone, first.id)
+    assert first.id in reconciler.tick().terminated
+
+    clock.advance(60)
+    again = reconciler.tick()
+    assert again.terminated == [] and again.launched == {}  # no second delete, no relaunch
+    assert reconciler.store.node_records()[first.id].state == TERMINATING
+
+    clock.advance(600)
+    assert first.id in reconciler.tick().terminated  # (its replacement, never up, too)
+    said = [e.message for e in reconciler.store.events() if e.node_id == first.id]
+    assert any("after its delete; asking again" in m for m in said)
+    cloud.release("delete")
+    reconciler.tick()
+    assert first.id not in reconciler.store.node_records()
