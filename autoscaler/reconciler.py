@@ -207,6 +207,16 @@ class Reconciler:
         self._settle(observation)
         events = [_transition_event(t.before, t.after) for t in observation.transitions]
         events += [_vanished_event(r, observation.now) for r in observation.forgotten]
+        events += [
+            Event(
+                observation.now,
+                "adopted",
+                f"adopted {view.id} ({view.node_type}) found in the cloud",
+                view.node_type,
+                view.id,
+            )
+            for view in observation.adopted
+        ]
         self.store.save_node_records(t.after for t in observation.transitions)
         self.event.many([e for e in events if e is not None])
         self.boot.came_up(
@@ -216,13 +226,6 @@ class Reconciler:
                 if t.after.state == RUNNING
             ]
         )
-        for view in observation.adopted:
-            self.event(
-                "adopted",
-                f"adopted {view.id} ({view.node_type}) found in the cloud",
-                view.node_type,
-                view.id,
-            )
         views = {v.id: v for v in observation.views}
         for transition in observation.newly_running:
             self._check_reported_capacity(views[transition.after.node_id])
