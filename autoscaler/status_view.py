@@ -16,7 +16,7 @@ from autoscaler.boot_failures import (
 )
 from autoscaler.cluster import Cluster
 from autoscaler.lifecycle import ALLOCATED, BOOTING, QUEUED, STOPPED, TERMINATING
-from autoscaler.offerings import UnavailableOfferings, utc
+from autoscaler.offerings import EVERY, UnavailableOfferings, utc
 from autoscaler.planner import Plan
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconciler import NodeView, Observation, Reconciler
@@ -58,9 +58,10 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
         "failures": [_failure_dict(e) for e in log if e.kind == "failed"][-RECENT_FAILURES:],
         "unavailable_offerings": [
             {
-                "offering": r.key,
+                "offering": "every create" if r.instance_type == EVERY else r.key,
                 "kind": r.kind,
                 "code": r.code,
+                "message": r.message,
                 "detail": r.detail,
                 "until": r.until,
                 "expires_in_seconds": r.until - now,

@@ -452,13 +452,14 @@ def _print_status(data: Mapping[str, Any]) -> None:
         )
     if data["unavailable_offerings"]:
         print_table(
-            "Unavailable offerings",
-            ["offering", "kind", "code", "expires in", "needs"],
+            "Blocked offerings (no create is sent there until the block ends)",
+            ["offering", "kind", "code", "the cloud said", "expires in", "needs"],
             [
                 (
                     o["offering"],
                     o["kind"],
                     o["code"],
+                    o["message"],
                     _duration(o["expires_in_seconds"]),
                     o["detail"] or None,
                 )

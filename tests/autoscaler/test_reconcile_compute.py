@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from autoscaler.cluster import Cluster
 from autoscaler.config import parse_cluster_config
 from autoscaler.lifecycle import ALLOCATED, STOPPED, TERMINATING, WAITING_FOR_REPORT
 from autoscaler.reconciler import Reconciler
 from autoscaler.state import PENDING_INTENT, StateStore
+from autoscaler.status_view import build_status
 from providers.gcp.fake_api import FakeServer
 from providers.gcp.provider import GcpNodeProvider
 from providers.gcp_compute.emulator import ComputeCloud, Fault
@@ -159,6 +161,11 @@ def test_a_permission_error_blocks_every_create_and_the_demand_says_why(make, cl
     assert "compute.instances.create" in infeasible.reason
     reconciler.tick()
     assert cloud.calls["bulkInsert"] == 1
+    status = build_status(Cluster(reconciler.config, reconciler.provider, reconciler.store, clock))
+    (block,) = status["unavailable_offerings"]
+    assert block["offering"] == "every create" and block["kind"] == "permission"
+    assert "compute.instances.create" in block["message"]
+    assert "permission blocked" in status["infeasible"][0]["reason"]
 
 
 def test_a_zonal_stockout_sends_later_creates_to_the_other_zone_only(make, clock, cloud):
