@@ -34,6 +34,7 @@ from autoscaler.planner import Plan, PlanRequest
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconcile.apply import Actuator
 from autoscaler.reconcile.cleanup import cleanup
+from autoscaler.reconcile.context import Context
 from autoscaler.reconcile.disruption import disruption
 from autoscaler.reconcile.events import EventLog
 from autoscaler.reconcile.holds import BootHolds
@@ -104,10 +105,9 @@ class Reconciler:
         self.types = {t.name: t for t in config.node_types()}
         self.event = EventLog(store, clock)
         self.boot = BootHolds(config, store, clock, self.event)
-        self.observer = Observer(config, provider, store, clock, ray)
-        self.actuator = Actuator(
-            config, provider, store, clock, self.offerings, self.boot, self.event, ray, report
-        )
+        context = Context(config, provider, store, clock, ray, report)
+        self.observer = Observer(context)
+        self.actuator = Actuator(context, self.offerings, self.boot, self.event)
 
     # One round ----------------------------------------------------------------------------
     def tick(self) -> TickResult:

@@ -10,14 +10,13 @@ its error covers (``autoscaler.offerings``) and says so in the cloud's words.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.agent import package_version
 from autoscaler.boot_failures import CAUSES
 from autoscaler.bootstrap import agent_script
-from autoscaler.config import ClusterConfig
 from autoscaler.lifecycle import (
     REQUESTED,
     TERMINATING,
@@ -28,10 +27,10 @@ from autoscaler.lifecycle import (
 from autoscaler.offerings import EVERY, UnavailableOfferings
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconcile.actions import Delete
+from autoscaler.reconcile.context import Context
 from autoscaler.reconcile.events import EventLog
 from autoscaler.reconcile.holds import BootHolds
-from autoscaler.report_channel import ReportTarget
-from autoscaler.state import FAILED_INTENT, LAUNCHED_INTENT, PENDING_INTENT, Intent, StateStore
+from autoscaler.state import FAILED_INTENT, LAUNCHED_INTENT, PENDING_INTENT, Intent
 from providers.base import (
     NODE_KIND_HEAD,
     NODE_KIND_WORKER,
@@ -39,13 +38,12 @@ from providers.base import (
     TAG_NODE_KIND,
     TAG_NODE_TYPE,
     LaunchResult,
-    NodeProvider,
     ProviderNode,
 )
 from providers.errors import ProviderError
 
 if TYPE_CHECKING:
-    from autoscaler.ray_cluster.client import RayCluster
+    pass
 
 
 @dataclass(frozen=True)
@@ -63,25 +61,15 @@ class Actuator:
 
     def __init__(
         self,
-        config: ClusterConfig,
-        provider: NodeProvider,
-        store: StateStore,
-        clock: Callable[[], float],
+        context: Context,
         offerings: UnavailableOfferings,
         holds: BootHolds,
         event: EventLog,
-        ray: RayCluster | None = None,
-        report: ReportTarget | None = None,
     ) -> None:
-        self.config = config
-        self.provider = provider
-        self.store = store
-        self.clock = clock
+        self.context = context
         self.offerings = offerings
         self.holds = holds
         self.event = event
-        self.ray = ray
-        self.report = report
 
     # Deleting -----------------------------------------------------------------------------
     def delete(self, deletes: Sequence[Delete]) -> dict[str, NodeRecord]:
@@ -90,8 +78,8 @@ class Actuator:
         wanted = {d.view.id: d for d in deletes if not d.drain or self._drained(d)}
         if not wanted:
             return {}
-        acted = self.provider.terminate_nodes(sorted(wanted))
-        now = self.clock()
+        acted = self.context.provider.terminate_nodes(sorted(wanted))
+        now = self.context.clock()
         records, holds = {}, []
         for node_id in acted:
             action = wanted[node_id]
@@ -113,7 +101,7 @@ class Actuator:
             self.event(
                 "terminated", f"terminated {node_id}: {reason}", view.node_type, node_id, data
             )
-        self.store.save_node_records(records.values())
+        self.context.store.save_node_records(records.values())
         for streak in holds:
             self.holds.say_held(streak)
         return records
@@ -122,11 +110,11 @@ class Actuator:
         """Ray agreed to drain the node's hosts (no Ray: nothing to ask); a rejection or a
         Ray that cannot be asked keeps the node."""
         view = action.view
-        if self.ray is None:
+        if self.context.ray is None:
             return True
         try:
             answers = [
-                self.ray.drain(ray_node.node_id, f"accel-autoscaler: {action.reason}")
+                self.context.ray.drain(ray_node.node_id, f"accel-autoscaler: {action.reason}")
                 for ray_node in view.ray_nodes.values()
             ]
         except RayUnavailableError as err:
@@ -152,23 +140,25 @@ class Actuator:
         carry the cluster's tags and the launch request, their records and an event are
         stored."""
         request_id = uuid.uuid4().hex
-        now = self.clock()
-        self.store.record_intent(Intent(request_id, node_type, count, now, PENDING_INTENT))
+        now = self.context.clock()
+        self.context.store.record_intent(Intent(request_id, node_type, count, now, PENDING_INTENT))
         tags = {TAG_NODE_TYPE: node_type, TAG_NODE_KIND: kind, TAG_LAUNCH_REQUEST: request_id}
         try:
-            outcome = self.provider.create_node(
+            outcome = self.context.provider.create_node(
                 self._unblocked(node_type, self.node_config(node_type, kind)),
                 tags,
                 count,
                 request_id,
             )
         except ProviderError as error:
-            self.store.settle_intent(request_id, FAILED_INTENT, detail=str(error))
+            self.context.store.settle_intent(request_id, FAILED_INTENT, detail=str(error))
             self.failed(node_type, error)
             return Launched((), 0, error)
         status = PENDING_INTENT if outcome.operations else LAUNCHED_INTENT
-        self.store.settle_intent(request_id, status, outcome.node_ids, "", outcome.operations)
-        self.store.save_node_records(
+        self.context.store.settle_intent(
+            request_id, status, outcome.node_ids, "", outcome.operations
+        )
+        self.context.store.save_node_records(
             NodeRecord(
                 node.id,
                 node_type,
@@ -222,7 +212,7 @@ class Actuator:
 
     def _unblocked(self, node_type: str, node_config: dict[str, Any]) -> dict[str, Any]:
         """``node_config`` launching only into the node type's zones no block covers."""
-        offering = next(t.offering for t in self.config.node_types() if t.name == node_type)
+        offering = next(t.offering for t in self.context.config.node_types() if t.name == node_type)
         if offering is None or len(offering.zones) < 2:
             return node_config
         zones = self.offerings.open_zones(offering)
@@ -233,26 +223,28 @@ class Actuator:
     def node_config(self, node_type: str, kind: str = NODE_KIND_WORKER) -> dict[str, Any]:
         """The node type's node_config as launched: its market and the boot script (the
         agent; with ``ray_start``, joining Ray, or on the head starting Ray and the monitor)."""
-        spec = self.config.spec.available_node_types[node_type]
-        provider = self.config.spec.provider
+        spec = self.context.config.spec.available_node_types[node_type]
+        provider = self.context.config.spec.provider
         package = provider.agent_package or (
             f"accel-autoscaler{'[ray]' if spec.ray_start else ''}=={package_version()}"
         )
         head = kind == NODE_KIND_HEAD
         script = agent_script(
-            self.config.spec.cluster_name,
+            self.context.config.spec.cluster_name,
             provider.model_dump(),
-            self.provider.cloud.node_identity_script,
+            self.context.provider.cloud.node_identity_script,
             package,
             spec.bootstrap_before or (),
             spec.bootstrap_after or (),
             spec.ray_start,
             node_type,
-            self.ray.address if self.ray else self.config.spec.ray_address,
-            head_config=self.config.to_yaml() if head else None,
-            report=self.report,
+            self.context.ray.address if self.context.ray else self.context.config.spec.ray_address,
+            head_config=self.context.config.to_yaml() if head else None,
+            report=self.context.report,
         )
-        return self.provider.cloud.with_boot_script(self.config.launch_config(node_type), script)
+        return self.context.provider.cloud.with_boot_script(
+            self.context.config.launch_config(node_type), script
+        )
 
     def failed(self, node_type: str, error: ProviderError) -> None:
         """A create failed: block what the error covers, and say so in the cloud's words."""

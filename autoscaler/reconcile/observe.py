@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from autoscaler.config import ClusterConfig
 from autoscaler.lifecycle import (
     BOOTING,
     QUEUED,
@@ -29,16 +28,16 @@ from autoscaler.lifecycle import (
     timeout_s,
 )
 from autoscaler.planner.items import is_accelerator_type
-from autoscaler.ray_cluster.client import RayCluster, RayUnavailableError
+from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.ray_cluster.state import RayNode, RayState, parse_instance_key
+from autoscaler.reconcile.context import Context
 from autoscaler.report import NodeReport, decode
-from autoscaler.state import PENDING_INTENT, Intent, StateStore
+from autoscaler.state import PENDING_INTENT, Intent
 from providers.base import (
     NODE_KIND_WORKER,
     TAG_LAUNCH_REQUEST,
     TAG_NODE_KIND,
     TAG_NODE_TYPE,
-    NodeProvider,
     OperationStatus,
     ProviderNode,
 )
@@ -178,25 +177,14 @@ class Observation:
 class Observer:
     """Builds observations of one cluster."""
 
-    def __init__(
-        self,
-        config: ClusterConfig,
-        provider: NodeProvider,
-        store: StateStore,
-        clock: Callable[[], float],
-        ray: RayCluster | None = None,
-    ) -> None:
-        self.config = config
-        self.provider = provider
-        self.store = store
-        self.clock = clock
-        self.ray = ray
-        self.types = {t.name: t for t in config.node_types()}
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.types = {t.name: t for t in context.config.node_types()}
 
     def timeout(self, state: str, node_type: str) -> float:
         """How long a node of ``node_type`` may stay in ``state``."""
         spec = self.types.get(node_type)
-        yaml = self.config.spec.available_node_types.get(node_type)
+        yaml = self.context.config.spec.available_node_types.get(node_type)
         return timeout_s(
             state,
             spec is None or is_accelerator_type(spec),
@@ -205,10 +193,10 @@ class Observer:
 
     def observe(self) -> Observation:
         """Owned nodes with their lifecycle and reports, intents matched; no writes."""
-        now = self.clock()
+        now = self.context.clock()
         ray_state = self._read_ray()
-        nodes = self.provider.nodes()
-        intents = self.store.intents(PENDING_INTENT)
+        nodes = self.context.provider.nodes()
+        intents = self.context.store.intents(PENDING_INTENT)
         by_request: dict[str, list[str]] = defaultdict(list)
         for node in nodes:
             if TAG_LAUNCH_REQUEST in node.tags:
@@ -233,11 +221,11 @@ class Observer:
                 waiting.append(Waiting(intent, intent.count - len(ids)))
                 if status is not None and status.done:
                     finished.append(intent)
-        records = self.store.node_records()
-        recorded = {intent.request_id for intent in self.store.intents()}
+        records = self.context.store.node_records()
+        recorded = {intent.request_id for intent in self.context.store.intents()}
         views, transitions, adopted = [], [], []
         in_ray = _ray_nodes_by_instance(ray_state)
-        sent = self.store.reports()  # what agents sent to the monitor's report endpoint
+        sent = self.context.store.reports()  # what agents sent to the monitor's report endpoint
         for node in nodes:
             view = self._view(node, now, in_ray, sent.get(node.id, {}), records.get(node.id))
             before = records.get(node.id)
@@ -269,7 +257,7 @@ class Observer:
         done = True
         for handle in intent.operations:
             try:
-                status = self.provider.operation_status(handle)
+                status = self.context.provider.operation_status(handle)
             except ProviderError as err:
                 logger.info("could not look at operation %s: %s", handle, err)
                 return OperationStatus(done=False)
@@ -279,10 +267,10 @@ class Observer:
         return OperationStatus(done=done)
 
     def _read_ray(self) -> RayState | None:
-        if self.ray is None:
+        if self.context.ray is None:
             return None
         try:
-            return self.ray.read()
+            return self.context.ray.read()
         except RayUnavailableError as err:
             logger.warning("round failed: %s", err)
             raise
@@ -298,7 +286,7 @@ class Observer:
         hosts = range(max(1, len(node.hosts)))
         reports = {host: report for host in hosts if (report := _newest(node, host, sent))}
         node_type = node.tags.get(TAG_NODE_TYPE, "")
-        spec = self.config.spec.available_node_types.get(node_type)
+        spec = self.context.config.spec.available_node_types.get(node_type)
         ray_nodes = {host: in_ray[node.id, host] for host in hosts if (node.id, host) in in_ray}
         idle = [n.idle_s for n in ray_nodes.values() if n.idle]
         view = NodeView(
@@ -313,7 +301,7 @@ class Observer:
                 request=node.tags.get(TAG_LAUNCH_REQUEST, ""),
             ),
             reports,
-            joins_ray=self.ray is not None and spec is not None and spec.ray_start,
+            joins_ray=self.context.ray is not None and spec is not None and spec.ray_start,
             ray_nodes=ray_nodes,
             ray_idle_since=now - min(idle) if idle and len(idle) == len(ray_nodes) else None,
         )
