@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from accel.allocation import SHARE_UNITS
 from autoscaler.boot_failures import Streak
 from autoscaler.config import ClusterConfig
-from autoscaler.lifecycle import RUNNING, TERMINATING, NodeRecord
+from autoscaler.lifecycle import RUNNING, TERMINATING
 from autoscaler.offerings import UnavailableOfferings
 from autoscaler.planner import Plan, PlanRequest
 from autoscaler.ray_cluster.client import RayUnavailableError
@@ -36,7 +36,7 @@ from autoscaler.reconcile.apply import Actuator
 from autoscaler.reconcile.cleanup import cleanup
 from autoscaler.reconcile.context import Context
 from autoscaler.reconcile.disruption import disruption
-from autoscaler.reconcile.events import EventLog
+from autoscaler.reconcile.events import EventLog, transition_event, vanished_event
 from autoscaler.reconcile.holds import BootHolds
 from autoscaler.reconcile.launch import LAUNCHES_PER_TICK, launches
 from autoscaler.reconcile.liveness import liveness
@@ -205,8 +205,8 @@ class Reconciler:
             self.event("ray-unavailable", f"round skipped, nothing launched or retired: {err}")
             raise
         self._settle(observation)
-        events = [_transition_event(t.before, t.after) for t in observation.transitions]
-        events += [_vanished_event(r, observation.now) for r in observation.forgotten]
+        events = [transition_event(t.before, t.after) for t in observation.transitions]
+        events += [vanished_event(r, observation.now) for r in observation.forgotten]
         events += [
             Event(
                 observation.now,
@@ -324,43 +324,3 @@ class Reconciler:
             self.ray.report(report)
         except RayUnavailableError as err:
             self.event("ray-unavailable", f"could not report to Ray: {err}")
-
-
-def _transition_event(before: NodeRecord | None, after: NodeRecord) -> Event | None:
-    """A node's transition as an event with its reason."""
-    was = before.state if before is not None else "new"
-    if before is not None and before.state == after.state:
-        return None
-    return Event(
-        after.history[-1][1] if after.history else after.since,
-        "state",
-        f"{after.node_id} ({after.node_type}): {was} -> {after.state}: {after.reason}",
-        after.node_type,
-        after.node_id,
-        {"from": was, "to": after.state, "reason": after.reason},
-    )
-
-
-def _vanished_event(record: NodeRecord, now: float) -> Event:
-    """A recorded node the cloud no longer lists: deleted as asked, or gone on its own."""
-    if record.state == TERMINATING:
-        return Event(
-            now,
-            "state",
-            f"{record.node_id} ({record.node_type}): deleted",
-            record.node_type,
-            record.node_id,
-            {"from": TERMINATING, "to": "gone", "reason": "deleted"},
-        )
-    reason = (
-        "the cloud no longer lists it (terminated by the cloud, e.g. a failed launch, or "
-        "outside the autoscaler)"
-    )
-    return Event(
-        now,
-        "vanished",
-        f"{record.node_id} ({record.node_type}): {record.state} -> gone: {reason}",
-        record.node_type,
-        record.node_id,
-        {"from": record.state, "to": "gone", "reason": reason},
-    )
