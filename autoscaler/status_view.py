@@ -30,6 +30,7 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
     """Nodes from the cloud, pending and infeasible demand (Ray's too, with a Ray cluster),
     what is launching for it, failures, blocked offerings, cost."""
     reconciler = cluster.reconciler()
+    ray_address = cluster.ray.address if cluster.ray else None
     ray_error = None
     try:
         observation = reconciler.observe()
@@ -54,7 +55,7 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
         "nodes": nodes,
         **_demand_dict(fresh),
         "launching": _launching(observation),
-        **({"ray": _ray_dict(cluster, observation, ray_error)} if cluster.ray or ray_error else {}),
+        **({"ray": _ray_dict(ray_address, observation, ray_error)} if ray_address else {}),
         "failures": [_failure_dict(e) for e in log if e.kind == "failed"][-RECENT_FAILURES:],
         "unavailable_offerings": [
             {
@@ -175,9 +176,8 @@ def _launching(observation: Observation) -> list[dict[str, Any]]:
     return launching
 
 
-def _ray_dict(cluster: Cluster, observation: Observation, error: str | None) -> dict[str, Any]:
+def _ray_dict(address: str, observation: Observation, error: str | None) -> dict[str, Any]:
     """Ray's pending demand as Ray reports it (or why Ray could not be asked)."""
-    address = cluster.ray.address if cluster.ray else None
     if error is not None or observation.ray is None:
         return {"address": address, "error": error, "pending": []}
     demand = observation.ray.demand

@@ -327,8 +327,17 @@ def status(cluster_yaml: str, as_json: bool, events: bool, ray_address: str | No
     from autoscaler.status_view import build_status
 
     with _cluster(cluster_yaml, read_only=True) as cluster:
-        cluster.ray = _ray_cluster(ray_address or cluster.config.spec.ray_address)
+        address = ray_address or cluster.config.spec.ray_address
+        unusable = None
+        try:
+            cluster.ray = _ray_cluster(address)
+        except InputError:
+            raise
+        except click.ClickException as err:  # no Ray here: the cloud's view still shows
+            unusable = err.message
         data = build_status(cluster, events=events)
+        if unusable is not None:
+            data["ray"] = {"address": address, "error": unusable, "pending": []}
     if as_json:
         print_json(data)
         return

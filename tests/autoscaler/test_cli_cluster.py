@@ -294,3 +294,13 @@ def test_an_emulated_cluster_boots_reports_and_goes_away(emulated_yaml, state_di
     assert "terminated 3 node(s)" in down.output
     assert not (state_dir / "emu" / "emulator-gcp.json").exists()
     assert not (state_dir / "emu" / "simulator.json").exists()
+
+
+def test_status_with_a_ray_it_cannot_reach_still_shows_the_cloud_and_says_why(cluster_yaml):
+    result = autoscale("status", cluster_yaml, "--json", "--ray-address", "127.0.0.1:1")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["ray"]["address"] == "127.0.0.1:1" and data["ray"]["error"]
+    assert data["nodes"] == [] and data["launching"] == []
+    table = autoscale("status", cluster_yaml, "--ray-address", "127.0.0.1:1")
+    assert "Ray at 127.0.0.1:1: not readable" in table.output
