@@ -26,7 +26,7 @@ DEFAULT_RETRY_DEADLINE_S = 60.0
 DEFAULT_REQUEST_TIMEOUT_S = 60.0
 DEFAULT_OPERATION_POLL_S = 2.0
 DEFAULT_OPERATION_TIMEOUT_S = 900.0
-DEFAULT_OPERATION_WAIT_S = 3.0
+DEFAULT_OPERATION_WAIT_S = 2.0
 """How long a create or delete waits on its operation within one reconcile round; one not
 finished by then is left running and looked at again in later rounds."""
 

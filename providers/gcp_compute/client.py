@@ -130,9 +130,10 @@ class ComputeApi:
         ``concurrent.futures.TimeoutError`` after ``timeout_s``."""
         deadline = time.monotonic() + max(timeout_s, 0.0)
         while operation.status != compute_v1.Operation.Status.DONE:
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise concurrent.futures.TimeoutError(f"operation {operation.name} is running")
-            time.sleep(self.settings.poll_s)
+            time.sleep(min(self.settings.poll_s, left))
             operation = self.operations.get(
                 project=self.project, zone=zone, operation=operation.name, **self._call()
             )
