@@ -47,7 +47,7 @@ def get_provider(provider_config: Mapping[str, Any], cluster_name: str) -> NodeP
     cloud = cloud_for(kind)
     config = dict(provider_config)
     if config.get("emulator"):
-        from providers.emulator import ensure_emulator
+        from providers.local.servers import ensure_emulator
 
         config["endpoint_url"] = ensure_emulator(kind, cluster_name)
         for key, value in cloud.emulator_settings().items():

@@ -59,7 +59,7 @@ from providers.gcp.errors import (
     is_unknown_member,
 )
 from providers.gcp.iam import IamApi
-from providers.gcp_tpu.slices import tpu_slice_type
+from providers.gcp.tpu.slices import tpu_slice_type
 
 logger = logging.getLogger(__name__)
 

@@ -3,23 +3,28 @@
 A simulated host is a directory tree laid out like a real machine (``/sys`` and ``/proc``
 facts, ``/dev`` nodes, vendor tools such as ``neuron-ls`` and ``hl-smi`` as small scripts)
 plus environment variables (``AUTOSCALE_HOST_ROOT``, the GKE ``TPU_*`` variables, and
-``AUTOSCALE_SIMULATED_NVML`` pointing at a GPU table that stands in for the NVIDIA driver).
+``AUTOSCALE_SIMULATED_NVML`` pointing at a GPU table that the ``pynvml`` stand-in in
+``standins/python`` serves in place of the NVIDIA driver).
 The ordinary detection code reads it exactly as it reads a real host.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
+from types import ModuleType
+
+from accel.probe import HOST_ROOT_ENV_VAR, HostProbe
 
 SIMULATED_NVML_ENV_VAR = "AUTOSCALE_SIMULATED_NVML"
 NEURON_BIN = "/opt/aws/neuron/bin"
 HABANA_BIN = "/usr/bin"
+STANDIN_PYTHON = Path(__file__).parent / "standins" / "python"
+"""Put first on a simulated host's ``PYTHONPATH``: the ``pynvml`` stand-in."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,7 @@ class SimulatedHost:
 
 def build(root: Path, host: SimulatedHost) -> dict[str, str]:
     """Lay ``host`` out below ``root``; returns the environment a process on it sees."""
-    env = {"AUTOSCALE_HOST_ROOT": str(root)}
+    env = {HOST_ROOT_ENV_VAR: str(root)}
     _write(root, "/sys/devices/system/cpu/online", f"0-{host.cpus - 1}")
     _write(root, "/proc/meminfo", f"MemTotal:       {host.memory_bytes // 1024} kB")
     _write(root, "/sys/devices/virtual/dmi/id/product_name", host.instance_type)
@@ -79,7 +84,7 @@ def _nvidia(root: Path, host: SimulatedHost) -> dict[str, str]:
         for index in range(host.devices)
     ]
     table = _write(root, "/etc/simulated-nvml.json", json.dumps(gpus))
-    return {SIMULATED_NVML_ENV_VAR: str(table)}
+    return {SIMULATED_NVML_ENV_VAR: str(table), "PYTHONPATH": str(STANDIN_PYTHON)}
 
 
 def _neuron(root: Path, host: SimulatedHost) -> dict[str, str]:
@@ -125,59 +130,23 @@ def _tpu(root: Path, host: SimulatedHost) -> dict[str, str]:
     return env
 
 
-# The NVIDIA driver stand-in ------------------------------------------------------------
-class SimulatedNvml:
-    """The part of pynvml detection calls, answering from a GPU table."""
+def host_probe(env: dict[str, str]) -> HostProbe:
+    """A probe in this process that sees what a process on the host with ``env`` sees."""
+    table = env.get(SIMULATED_NVML_ENV_VAR)
+    return HostProbe(
+        root=env[HOST_ROOT_ENV_VAR],
+        env=env,
+        nvml_loader=(lambda: simulated_nvml(table)) if table else None,
+    )
 
-    def __init__(self, gpus: list[dict[str, Any]]) -> None:
-        import pynvml
 
-        self._gpus = gpus
-        self.NVMLError = pynvml.NVMLError
-        self.NVML_DEVICE_MIG_ENABLE = pynvml.NVML_DEVICE_MIG_ENABLE
-        self.NVML_ERROR_GPU_IS_LOST = pynvml.NVML_ERROR_GPU_IS_LOST
-        self._not_supported = pynvml.NVML_ERROR_NOT_SUPPORTED
-
-    @classmethod
-    def from_file(cls, path: str) -> SimulatedNvml:
-        return cls(json.loads(Path(path).read_text()))
-
-    def nvmlInit(self) -> None:
-        pass
-
-    def nvmlShutdown(self) -> None:
-        pass
-
-    def nvmlDeviceGetCount(self) -> int:
-        return len(self._gpus)
-
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
-        return index
-
-    def nvmlDeviceGetName(self, handle: int) -> str:
-        return self._gpus[handle]["name"]
-
-    def nvmlDeviceGetUUID(self, handle: int) -> str:
-        return self._gpus[handle]["uuid"]
-
-    def nvmlDeviceGetMemoryInfo(self, handle: int) -> SimpleNamespace:
-        total = self._gpus[handle]["memory_mib"] * 2**20
-        return SimpleNamespace(total=total, free=total, used=0)
-
-    def nvmlDeviceGetPciInfo(self, handle: int) -> SimpleNamespace:
-        gpu = self._gpus[handle]
-        return SimpleNamespace(
-            busId=gpu["bus_id"], pciDeviceId=(gpu["pci_device_id"] << 16) | 0x10DE
-        )
-
-    def nvmlDeviceGetCudaComputeCapability(self, handle: int) -> tuple[int, int]:
-        return (8, 0)
-
-    def nvmlDeviceGetMigMode(self, handle: int) -> tuple[int, int]:
-        raise self.NVMLError(self._not_supported)
-
-    def nvmlDeviceGetMaxMigDeviceCount(self, handle: int) -> int:
-        return 0
-
-    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: int, index: int) -> int:
-        raise self.NVMLError(self._not_supported)
+def simulated_nvml(table: str) -> ModuleType:
+    """The ``pynvml`` stand-in answering from GPU table ``table`` (for a probe in this
+    process; processes on a simulated host import it from ``PYTHONPATH``)."""
+    name = f"simulated_pynvml_{zlib.crc32(table.encode()):08x}"
+    spec = importlib.util.spec_from_file_location(name, STANDIN_PYTHON / "pynvml.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.table_path = table
+    return module

@@ -1,5 +1,5 @@
-"""The embedded local cloud: each cloud's server (its ``Cloud.emulator_argv``: moto's server
-for EC2, our fake REST server for Cloud TPU) as a background process.
+"""The local cloud's API servers: each cloud's (moto's server for EC2, ``gcp/server.py`` for
+Compute Engine, Cloud TPU and IAM) as a background process.
 
 An emulator is a background process on 127.0.0.1 that outlives one command, so `up`,
 `status` and `down` in separate shells see the same instances. Its address and process are
@@ -18,6 +18,11 @@ from providers import background
 from providers.local_state import cluster_state_dir
 
 HOST = "127.0.0.1"
+SERVERS = {
+    "aws": ["-m", "moto.server", "-H", "{host}", "-p", "{port}"],
+    "gcp": ["-m", "providers.local.gcp.server", "--host", "{host}", "--port", "{port}"],
+}
+"""``provider.type`` -> the arguments after ``python`` that serve that cloud's APIs."""
 
 
 def _record_path(kind: str, cluster_name: str) -> Path:
@@ -26,16 +31,15 @@ def _record_path(kind: str, cluster_name: str) -> Path:
 
 def ensure_emulator(kind: str, cluster_name: str) -> str:
     """The URL of this cluster's running emulator of cloud ``kind``, starting one if needed."""
-    from providers import cloud_for
-
-    cloud = cloud_for(kind)
+    if kind not in SERVERS:
+        raise ValueError(f"the local cloud serves no {kind!r}; it serves {', '.join(SERVERS)}")
     port = _free_port()
-    argv = [sys.executable, *cloud.emulator_argv(HOST, port)]
+    argv = [sys.executable, *(a.format(host=HOST, port=port) for a in SERVERS[kind])]
     record = background.ensure(
-        _record_path(cloud.name, cluster_name),
+        _record_path(kind, cluster_name),
         argv,
         _answers,
-        extra={"kind": cloud.name, "url": f"http://{HOST}:{port}", "port": port},
+        extra={"kind": kind, "url": f"http://{HOST}:{port}", "port": port},
     )
     return record["url"]
 

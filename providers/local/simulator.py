@@ -9,7 +9,7 @@ tell it from a real node except by speed. A node whose type has ``ray_start: tru
 real Ray worker (``ray start --address=...`` on 127.0.0.1) advertising the simulated host's
 resources, so it joins the cluster's Ray cluster (``ray_address``, else ``$RAY_ADDRESS``).
 
-Run as ``python -m autoscaler.simulator CLUSTER.yaml``; ``up`` starts it for emulated clusters
+Run as ``python -m providers.local.simulator CLUSTER.yaml``; ``up`` starts it for emulated clusters
 and ``down`` stops it.
 """
 
@@ -27,7 +27,6 @@ from pathlib import Path
 
 from accel.node import detect_node
 from accel.probe import HostProbe
-from accel.simulated import SimulatedHost, build
 from autoscaler.agent import NodeAgent, tag_publisher
 from autoscaler.config import ClusterConfig, load_cluster_config
 from autoscaler.ray_cluster.join import ray_start
@@ -35,6 +34,7 @@ from autoscaler.ray_cluster.processes import RayProcesses
 from instance_catalog.model import Accelerator, InstanceType
 from providers import background, get_provider
 from providers.base import CLOUD_RUNNING, TAG_NODE_TYPE, NodeProvider
+from providers.local.hosts import SimulatedHost, build, host_probe
 from providers.local_state import cluster_state_dir
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class NodeSimulator:
             base = host_dir(self.cluster, node_id, host)
             env = build(base / "root", simulated)
             _write_env(base / "env", env)
-            probe = HostProbe.from_host({**env, "PATH": env.get("PATH", "")})
+            probe = host_probe({**env, "PATH": env.get("PATH", "")})
             agents.append(
                 NodeAgent(
                     tag_publisher(self.provider, node_id, host), probe, base / "state", self.clock
@@ -181,7 +181,7 @@ def _record(cluster_name: str) -> Path:
 
 def ensure_simulator(config_path: Path, cluster_name: str) -> None:
     """Start the simulator for an emulated cluster unless one is running."""
-    argv = [sys.executable, "-m", "autoscaler.simulator", str(Path(config_path).resolve())]
+    argv = [sys.executable, "-m", "providers.local.simulator", str(Path(config_path).resolve())]
     background.ensure(_record(cluster_name), argv, ready=lambda record: True)
 
 

@@ -10,17 +10,16 @@ import time
 
 import pytest
 
-from accel.probe import HostProbe
-from accel.simulated import SimulatedHost, build
 from autoscaler.agent import NodeAgent
 from autoscaler.config import parse_cluster_config
 from autoscaler.reconciler import Reconciler
 from autoscaler.report import decode, encode
-from autoscaler.simulator import NodeSimulator, node_environment
 from autoscaler.state import StateStore
 from providers import cloud_for
-from providers.gcp_tpu import GcpTpuNodeProvider
-from providers.gcp_tpu.emulator import TpuCloud, TpuEmulator
+from providers.gcp.tpu import GcpTpuNodeProvider
+from providers.local.gcp.tpu import TpuCloud, TpuEmulator
+from providers.local.hosts import SimulatedHost, build, host_probe
+from providers.local.simulator import NodeSimulator, node_environment
 from tests.fakes.clock import Clock
 
 GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
@@ -60,7 +59,7 @@ def env(tmp_path, monkeypatch):
 
 def test_agent_reports_on_change_and_on_heartbeat(tmp_path):
     host = SimulatedHost("p4d.24xlarge", 96, 1152 * GIB, "nvidia", "A100-40G", 8, 40960)
-    probe = HostProbe.from_host(build(tmp_path / "root", host))
+    probe = host_probe(build(tmp_path / "root", host))
     sent = []
     clock = Clock()
     agent = NodeAgent(sent.append, probe, tmp_path / "state", clock)
@@ -80,7 +79,7 @@ def test_agent_reports_on_change_and_on_heartbeat(tmp_path):
 def test_a_lease_makes_the_node_busy_and_shows_in_free_shares(tmp_path):
     host = SimulatedHost("p4d.24xlarge", 96, 1152 * GIB, "nvidia", "A100-40G", 8, 40960)
     node_env = build(tmp_path / "root", host)
-    agent = NodeAgent(lambda r: None, HostProbe.from_host(node_env), tmp_path / "state")
+    agent = NodeAgent(lambda r: None, host_probe(node_env), tmp_path / "state")
     holder = subprocess.Popen(
         [
             sys.executable,

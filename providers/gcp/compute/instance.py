@@ -20,8 +20,8 @@ from providers.base import (
     ProviderNode,
 )
 from providers.errors import InvalidConfigError
+from providers.gcp.compute.machine import machine_type_name
 from providers.gcp.placement import OUR_KEYS
-from providers.gcp_compute.machine import machine_type_name
 
 DEFAULT_IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"
 DEFAULT_DISK_GB = 100

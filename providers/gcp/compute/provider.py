@@ -38,10 +38,10 @@ from providers.base import (
 from providers.errors import CapacityError, InvalidConfigError, ProviderError, launch_failure
 from providers.gcp.api import cloud_call
 from providers.gcp.cloud import GcpCloud
+from providers.gcp.compute.client import ComputeApi, request_id
+from providers.gcp.compute.instance import instance_properties, to_provider_node
 from providers.gcp.errors import API_ERRORS, LOST_ANSWERS, classify, is_not_found
 from providers.gcp.labels import NAME, check_cluster_name, check_labels, resource_name
-from providers.gcp_compute.client import ComputeApi, request_id
-from providers.gcp_compute.instance import instance_properties, to_provider_node
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ def __getattr__(name: str) -> Any:
     # Lazy, so the offline surface (``providers.gcp.cloud``) can read ``slices`` without
     # importing the client library.
     if name == "GcpTpuNodeProvider":
-        from providers.gcp_tpu.provider import GcpTpuNodeProvider
+        from providers.gcp.tpu.provider import GcpTpuNodeProvider
 
         return GcpTpuNodeProvider
     raise AttributeError(name)

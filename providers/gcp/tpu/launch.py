@@ -25,7 +25,7 @@ from providers.base import (
 )
 from providers.errors import InvalidConfigError
 from providers.gcp.placement import OUR_KEYS
-from providers.gcp_tpu.slices import tpu_slice_type
+from providers.gcp.tpu.slices import tpu_slice_type
 
 QUEUED_KEY = "queuedResource"
 """Per node type: ask through a queued resource (``true``, or ``{validUntilDuration: 3600s}``,

@@ -38,8 +38,8 @@ from providers.gcp.api import cloud_call
 from providers.gcp.cloud import GcpCloud
 from providers.gcp.errors import API_ERRORS, classify, is_already_exists, is_not_found
 from providers.gcp.labels import NAME, check_cluster_name, check_labels, owned, resource_name
-from providers.gcp_tpu.client import TpuApi
-from providers.gcp_tpu.launch import (
+from providers.gcp.tpu.client import TpuApi
+from providers.gcp.tpu.launch import (
     LaunchSpec,
     launch_spec,
     queued_labels,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from providers.gcp.fake_api import ApiError, FakeControls, LostAnswer, now_rfc3339
+from providers.local.gcp.rest import ApiError, FakeControls, LostAnswer, now_rfc3339
 
 BASE = "https://www.googleapis.com/compute/v1"
 _PREFIX = r"^/compute/v1/projects/([^/]+)"

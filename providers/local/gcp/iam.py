@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-from providers.gcp.fake_api import ApiError
+from providers.local.gcp.rest import ApiError
 
 _ACCOUNTS = re.compile(r"^/v1/projects/([^/:]+)/serviceAccounts(?:/([^/:]+))?(?::(\w+))?$")
 _ROLES = re.compile(r"^/v1/projects/([^/:]+)/roles(?:/([^/:]+))?(?::(\w+))?$")

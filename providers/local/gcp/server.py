@@ -1,11 +1,11 @@
 """The embedded local GCP: one process serving the fake Compute Engine API
-(``/compute/v1/...``, :mod:`providers.gcp_compute.emulator`), the fake Cloud TPU API
-(``/v2/...``, :mod:`providers.gcp_tpu.emulator`) and the fake IAM and Resource Manager
-(``/v1/projects/...``, :mod:`providers.gcp.iam_emulator`) on one port, so one ``endpoint_url``
+(``/compute/v1/...``, :mod:`providers.local.gcp.compute`), the fake Cloud TPU API
+(``/v2/...``, :mod:`providers.local.gcp.tpu`) and the fake IAM and Resource Manager
+(``/v1/projects/...``, :mod:`providers.local.gcp.iam`) on one port, so one ``endpoint_url``
 serves both plugins of a cluster and what ``up`` makes in the project. VMs and TPU nodes
 naming a service account the fake IAM lacks are refused.
 
-Run it standalone: ``python -m providers.gcp.emulator --host 127.0.0.1 --port 8470``.
+Run it standalone: ``python -m providers.local.gcp.server --host 127.0.0.1 --port 8470``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import logging
 
-from providers.gcp.fake_api import FakeServer
-from providers.gcp.iam_emulator import IamCloud
-from providers.gcp_compute.emulator import ComputeCloud
-from providers.gcp_tpu.emulator import TpuCloud
+from providers.local.gcp.compute import ComputeCloud
+from providers.local.gcp.iam import IamCloud
+from providers.local.gcp.rest import FakeServer
+from providers.local.gcp.tpu import TpuCloud
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ Faults for tests are injected with :meth:`TpuCloud.inject` (or ``POST /_emulator
 with the same fields as JSON; ``DELETE /_emulator/faults`` clears them). State lives in
 memory, behind one lock, and is bounded.
 
-The embedded local GCP (``providers.gcp.emulator``) serves it beside the fake Compute Engine.
+The embedded local GCP (``providers.local.gcp.server``) serves it beside the fake Compute Engine.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from google.cloud.tpu_v2.types import cloud_tpu
 
 from accel.tpu_generations import generation, parse_pod_type
 from instance_catalog.tpu import tpu_slice, tpu_slice_types, tpu_zones
-from providers.gcp.fake_api import (
+from providers.local.gcp.rest import (
     ApiError,
     FakeControls,
     FakeServer,
@@ -699,11 +699,11 @@ class TpuCloud(FakeControls):
 class TpuEmulator(FakeServer):
     """The fake Cloud TPU API, with what `up` makes in any GCP project beside it (the fake
     IAM and Resource Manager, Compute Engine firewall rules; no VMs, for which see
-    :class:`providers.gcp.emulator.GcpEmulator`): ``with TpuEmulator() as emu: emu.url``."""
+    :class:`providers.local.gcp.server.GcpEmulator`): ``with TpuEmulator() as emu: emu.url``."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, cloud: TpuCloud | None = None):
-        from providers.gcp.iam_emulator import IamCloud
-        from providers.gcp_compute.emulator import ComputeCloud
+        from providers.local.gcp.compute import ComputeCloud
+        from providers.local.gcp.iam import IamCloud
 
         self.cloud = cloud or TpuCloud()
         self.iam = IamCloud()

@@ -10,7 +10,7 @@ from autoscaler.cluster import open_cluster
 from autoscaler.config import load_cluster_config, parse_cluster_config
 from autoscaler.ray_cluster.client import RayCluster
 from providers.base import NODE_KIND_HEAD
-from providers.gcp_tpu.emulator import TpuEmulator
+from providers.local.gcp.tpu import TpuEmulator
 from tests.fakes.clusters import TPU_NODE_CONFIG, write_cluster
 
 pytest.importorskip("ray")  # RayCluster needs Ray

@@ -8,7 +8,7 @@ import boto3
 import pytest
 
 from providers import UnknownProviderError, get_provider
-from providers.emulator import ensure_emulator, stop_emulator
+from providers.local.servers import ensure_emulator, stop_emulator
 
 
 @pytest.fixture
@@ -20,7 +20,8 @@ def state_dir(tmp_path, monkeypatch):
 
 def test_ec2_emulator_is_shared_by_separate_processes(state_dir):
     script = (
-        "from providers.emulator import ensure_emulator; print(ensure_emulator('aws', 'emu-test'))"
+        "from providers.local.servers import ensure_emulator;"
+        "print(ensure_emulator('aws', 'emu-test'))"
     )
     urls = {
         subprocess.run(

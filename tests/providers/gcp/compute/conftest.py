@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from providers.gcp.fake_api import FakeServer
-from providers.gcp_compute.emulator import ComputeCloud
-from providers.gcp_compute.provider import GceNodeProvider
+from providers.gcp.compute.provider import GceNodeProvider
+from providers.local.gcp.compute import ComputeCloud
+from providers.local.gcp.rest import FakeServer
 
 PROJECT = "test-project"
 CLUSTER = "alpha"

@@ -6,9 +6,9 @@ import pytest
 
 from providers.base import TAG_CLUSTER, TAG_NODE_TYPE
 from providers.errors import AccessDeniedError
-from providers.gcp_compute import provider as provider_module
-from providers.gcp_compute.emulator import BOOT_LOG, Fault
-from tests.providers.gcp_compute.conftest import L4, PROJECT, ZONES
+from providers.gcp.compute import provider as provider_module
+from providers.local.gcp.compute import BOOT_LOG, Fault
+from tests.providers.gcp.compute.conftest import L4, PROJECT, ZONES
 
 TAGS = {TAG_NODE_TYPE: "l4"}
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from autoscaler.cli import cli
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "example-clusters" / "gcp-gpu.yaml"
+EXAMPLE = Path(__file__).resolve().parents[4] / "example-clusters" / "gcp-gpu.yaml"
 
 
 def autoscale(*args: str):
@@ -21,8 +21,8 @@ def autoscale(*args: str):
 
 @pytest.fixture
 def cluster_yaml(tmp_path, monkeypatch):
-    from autoscaler.simulator import stop_simulator
-    from providers.emulator import stop_emulator
+    from providers.local.servers import stop_emulator
+    from providers.local.simulator import stop_simulator
 
     monkeypatch.setenv("AUTOSCALE_STATE_DIR", str(tmp_path / "state"))
     spec = yaml.safe_load(EXAMPLE.read_text())

@@ -7,8 +7,8 @@ import pytest
 
 from providers.base import TAG_CLUSTER, TAG_NODE_TYPE
 from providers.errors import AccessDeniedError, InvalidConfigError, QuotaError, ThrottledError
-from providers.gcp_compute.emulator import Fault
-from tests.providers.gcp_compute.conftest import L4, PROJECT, T4, ZONES
+from providers.local.gcp.compute import Fault
+from tests.providers.gcp.compute.conftest import L4, PROJECT, T4, ZONES
 
 TAGS = {TAG_NODE_TYPE: "l4"}
 

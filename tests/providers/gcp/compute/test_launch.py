@@ -15,8 +15,8 @@ from providers.base import (
 )
 from providers.errors import CapacityError
 from providers.gcp.labels import resource_name
-from providers.gcp_compute.emulator import Fault
-from tests.providers.gcp_compute.conftest import CLUSTER, L4, PROJECT, T4, ZONES
+from providers.local.gcp.compute import Fault
+from tests.providers.gcp.compute.conftest import CLUSTER, L4, PROJECT, T4, ZONES
 
 TAGS = {TAG_NODE_TYPE: "l4"}
 
