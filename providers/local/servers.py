@@ -19,10 +19,13 @@ from providers.local_state import cluster_state_dir
 
 HOST = "127.0.0.1"
 SERVERS = {
-    "aws": ["-m", "moto.server", "-H", "{host}", "-p", "{port}"],
+    "aws": ["-m", "providers.local.aws_server", "-H", "{host}", "-p", "{port}"],
     "gcp": ["-m", "providers.local.gcp.server", "--host", "{host}", "--port", "{port}"],
 }
-"""``provider.type`` -> the arguments after ``python`` that serve that cloud's APIs."""
+"""``provider.type`` -> the arguments after ``python`` that serve that cloud's APIs; each
+also takes ``--consoles DIR``, the simulated hosts' consoles (``consoles.py``)."""
+CONSOLES = "simulated"
+"""The cluster state folder's subfolder holding its simulated hosts."""
 
 
 def _record_path(kind: str, cluster_name: str) -> Path:
@@ -34,7 +37,9 @@ def ensure_emulator(kind: str, cluster_name: str) -> str:
     if kind not in SERVERS:
         raise ValueError(f"the local cloud serves no {kind!r}; it serves {', '.join(SERVERS)}")
     port = _free_port()
+    consoles = cluster_state_dir(cluster_name) / CONSOLES
     argv = [sys.executable, *(a.format(host=HOST, port=port) for a in SERVERS[kind])]
+    argv += ["--consoles", str(consoles)]
     record = background.ensure(
         _record_path(kind, cluster_name),
         argv,

@@ -24,8 +24,10 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from providers.local.consoles import read_console
 from providers.local.gcp.rest import ApiError, FakeControls, LostAnswer, now_rfc3339
 
 BASE = "https://www.googleapis.com/compute/v1"
@@ -111,6 +113,7 @@ class ComputeCloud(FakeControls):
         quotas: Mapping[str, float] | None = None,
         max_instances: int = 5000,
         service_account_exists: Callable[[str], bool] | None = None,
+        consoles: Path | None = None,
     ) -> None:
         if machine_types is None or accelerator_types is None:
             from instance_catalog.gcp import compute_zone_tables
@@ -128,6 +131,8 @@ class ComputeCloud(FakeControls):
         self.service_account_exists = service_account_exists
         self.networks = {"default"}
         """VPC networks every project has."""
+        self.consoles = consoles
+        """The simulated hosts' consoles (``providers.local.consoles``), for serial ports."""
         self.calls: dict[str, int] = {}
         self._lock = threading.Lock()
         self._instances: dict[tuple[str, str, str], dict] = {}
@@ -396,7 +401,8 @@ class ComputeCloud(FakeControls):
             "networkInterfaces": [
                 {
                     "network": "global/networks/default",
-                    "networkIP": f"10.128.{number >> 8 & 255}.{number & 255}",
+                    # The local cloud's private network is this machine's loopback.
+                    "networkIP": f"127.128.{number >> 8 & 255}.{number % 250 + 1}",
                 }
             ],
             "selfLink": f"{_zone_url(project, zone)}/instances/{name}",
@@ -415,7 +421,8 @@ class ComputeCloud(FakeControls):
             resource = f"projects/{project}/zones/{zone}/instances/{name}"
             self._enter("serialPort", zone, resource)
             self._instance(project, zone, name)
-            text = self._serial.get(name, BOOT_LOG).encode()
+            booted = read_console(self.consoles, f"{zone}/{name}")
+            text = (self._serial.get(name) or booted or BOOT_LOG).encode()
             start = int(query.get("start") or 0)
             begin = max(0, len(text) + start) if start < 0 else min(start, len(text))
             return {

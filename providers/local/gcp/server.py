@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from providers.local.gcp.compute import ComputeCloud
 from providers.local.gcp.iam import IamCloud
@@ -54,10 +55,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8470)
     parser.add_argument("--tpu-create-delay", type=float, default=2.0, help="seconds")
     parser.add_argument("--tpu-delete-delay", type=float, default=1.0, help="seconds")
+    parser.add_argument("--consoles", type=Path, help="the simulated hosts' consoles")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     tpu = TpuCloud(create_delay_s=args.tpu_create_delay, delete_delay_s=args.tpu_delete_delay)
-    emulator = GcpEmulator(args.host, args.port, tpu=tpu)
+    compute = ComputeCloud(consoles=args.consoles)
+    emulator = GcpEmulator(args.host, args.port, compute=compute, tpu=tpu)
     logger.info("fake Compute Engine and Cloud TPU APIs listening on %s", emulator.url)
     emulator.serve_forever()
 

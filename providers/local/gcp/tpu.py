@@ -685,7 +685,7 @@ class TpuCloud(FakeControls):
         for _ in range(hosts):
             n = next(self._addresses)
             endpoint: dict[str, Any] = {
-                "ipAddress": f"10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}",
+                "ipAddress": f"127.{64 + (n >> 16 & 63)}.{n >> 8 & 255}.{n % 250 + 1}",
                 "port": 8470,
             }
             if network_config.get("enableExternalIps"):
