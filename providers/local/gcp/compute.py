@@ -421,7 +421,7 @@ class ComputeCloud(FakeControls):
             resource = f"projects/{project}/zones/{zone}/instances/{name}"
             self._enter("serialPort", zone, resource)
             self._instance(project, zone, name)
-            booted = read_console(self.consoles, f"{zone}/{name}")
+            booted = read_console(self.consoles, name)  # the node id is the VM name
             text = (self._serial.get(name) or booted or BOOT_LOG).encode()
             start = int(query.get("start") or 0)
             begin = max(0, len(text) + start) if start < 0 else min(start, len(text))
