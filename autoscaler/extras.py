@@ -52,6 +52,14 @@ def extra_for(module: str, requires: Iterable[str] | None = None) -> str | None:
     return PREFERRED if PREFERRED in names else names[0]
 
 
+def missing_line(module: str) -> str:
+    """One line for a command that needs ``module``, which this install lacks."""
+    top = module.split(".")[0]
+    extra = extra_for(top)
+    fix = f"pip install '{DISTRIBUTION}[{extra}]'" if extra else f"pip install {top}"
+    return f"this command needs {top!r}, which this install lacks (a node-only install): {fix}"
+
+
 def _closure(extra: str, direct: dict[str, set[str]], included: dict[str, set[str]]) -> set[str]:
     seen, todo, found = set(), [extra], set()
     while todo:

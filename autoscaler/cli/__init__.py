@@ -56,16 +56,6 @@ def cli(debug: bool, verbose: bool) -> None:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-def missing_extra(module: str) -> str:
-    """One line for a command that needs a module this install lacks."""
-    from autoscaler.extras import DISTRIBUTION, extra_for
-
-    top = module.split(".")[0]
-    extra = extra_for(top)
-    fix = f"pip install '{DISTRIBUTION}[{extra}]'" if extra else f"pip install {top}"
-    return f"this command needs {top!r}, which this install lacks (a node-only install): {fix}"
-
-
 def main() -> None:
     """Console entry point: unexpected errors become one line unless ``--debug``."""
     debug = "--debug" in sys.argv[1:] or bool(__import__("os").environ.get(DEBUG_ENV_VAR))
@@ -82,7 +72,9 @@ def main() -> None:
     except ModuleNotFoundError as err:
         if debug or not err.name or err.name.split(".")[0] in OUR_PACKAGES:
             raise
-        click.echo(f"Error: {missing_extra(err.name)}", err=True)
+        from autoscaler.extras import missing_line
+
+        click.echo(f"Error: {missing_line(err.name)}", err=True)
         sys.exit(1)
     except Exception as err:
         if debug:

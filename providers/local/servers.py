@@ -9,6 +9,7 @@ recorded in the cluster's state folder; the next command reuses it while it answ
 
 from __future__ import annotations
 
+import importlib
 import socket
 import sys
 from pathlib import Path
@@ -24,6 +25,8 @@ SERVERS = {
 }
 """``provider.type`` -> the arguments after ``python`` that serve that cloud's APIs; each
 also takes ``--consoles DIR``, the simulated hosts' consoles (``consoles.py``)."""
+NEEDS = {"aws": ("moto.server",)}
+"""What a cloud's server imports that only the ``local`` extra installs."""
 CONSOLES = "simulated"
 """The cluster state folder's subfolder holding its simulated hosts."""
 
@@ -36,6 +39,8 @@ def ensure_emulator(kind: str, cluster_name: str) -> str:
     """The URL of this cluster's running emulator of cloud ``kind``, starting one if needed."""
     if kind not in SERVERS:
         raise ValueError(f"the local cloud serves no {kind!r}; it serves {', '.join(SERVERS)}")
+    for module in NEEDS.get(kind, ()):
+        importlib.import_module(module)  # missing: the CLI names the extra that installs it
     port = _free_port()
     consoles = cluster_state_dir(cluster_name) / CONSOLES
     argv = [sys.executable, *(a.format(host=HOST, port=port) for a in SERVERS[kind])]

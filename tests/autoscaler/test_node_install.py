@@ -103,3 +103,21 @@ def test_the_release_is_what_autoscale_version_prints():
         [sys.executable, "-m", "autoscaler", "--version"], capture_output=True, text=True
     )
     assert done.stdout.strip() == f"autoscale, version {package_version()}"
+
+
+def test_the_local_cloud_without_its_extra_is_one_line(tmp_path):
+    code = (
+        "import sys; sys.modules['moto'] = sys.modules['moto.server'] = None;"
+        "sys.argv = ['autoscale', 'up', 'example-clusters/quickstart.yaml', '--yes'];"
+        "from autoscaler.cli import main; main()"
+    )
+    env = {**os.environ, "AUTOSCALE_STATE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
+    )
+    assert done.returncode != 0
+    (line,) = done.stderr.strip().splitlines()
+    assert line.endswith(
+        "needs 'moto', which this install lacks (a node-only install): "
+        "pip install 'accel-autoscaler[local]'"
+    )
