@@ -163,7 +163,7 @@ def mixed_problem(
             if strategy
             else Demand(bundles=(BundleDemand(shapes[0]),))
         )
-        items = build_items(demand, workers)
+        items = build_items(demand)
         return min(sum(fits_type(item, t) for t in workers) for item in items)
 
     shapes: list[tuple[str, dict[str, float], float]] = []

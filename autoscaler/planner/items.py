@@ -103,9 +103,8 @@ def device_shares(quantity: float, count: int | None) -> list[int]:
     return [SHARE_UNITS] * whole + ([rest] if rest else [])
 
 
-def build_items(demand: Demand, node_types: Sequence[NodeType]) -> list[Item]:
+def build_items(demand: Demand) -> list[Item]:
     """Items in demand order, identical shapes merged (candidates are assigned separately)."""
-    del node_types  # kept for callers; PACK no longer depends on what the types hold
     items: list[Item] = []
     by_key: dict[tuple, Item] = {}
 

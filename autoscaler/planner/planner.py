@@ -67,7 +67,7 @@ def plan(request: PlanRequest) -> Plan:
             f"accelerator_conservation must be one of {', '.join(CONSERVATION_POLICIES)}"
         )
     notes: list[str] = []
-    items = build_items(request.demand, list(types.values()))
+    items = build_items(request.demand)
     assign_candidates(items, list(types.values()), policy)
     infeasible = [_infeasible(item, list(types.values())) for item in items if not item.candidates]
     items = [item for item in items if item.candidates]
