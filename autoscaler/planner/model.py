@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from providers.base import NodeTypeOffering
 
@@ -162,6 +163,8 @@ class Plan:
     node_lower_bound: int = 0
     """No plan that places the same demand and costs at most 0.5% more than this one
     launches fewer units (nodes; a slice is one), min_workers units included."""
+    witness: Mapping[str, Any] | None = field(default=None, compare=False)
+    """What every node holds (``plan(..., witness=True)``; see ``planner.witness``)."""
 
     @property
     def node_count(self) -> int:

@@ -101,6 +101,8 @@ class Kind:
     """Items one unit may hold."""
     origin: object | None = None
     """For room left on units already chosen: the planner's group of those units."""
+    members: tuple[int, ...] = ()
+    """Existing capacity: the indices (in the request) of the identical hosts it groups."""
 
 
 @dataclass(frozen=True)

@@ -53,13 +53,15 @@ from autoscaler.planner.model import (
     PlanRequest,
 )
 from autoscaler.planner.patterns import NODE_TOLERANCE, Kind, Pattern, generate, replay
+from autoscaler.planner.witness import build as build_witness
 
 UPSCALING_FLOOR = 5
 UNKNOWN_PRICE_FACTOR = 2.0
 
 
-def plan(request: PlanRequest) -> Plan:
-    """The least-cost launches that place the request's demand."""
+def plan(request: PlanRequest, witness: bool = False) -> Plan:
+    """The least-cost launches that place the request's demand; ``witness``: with the proof
+    of what every node holds (:mod:`~autoscaler.planner.witness`)."""
     types = {t.name: t for t in sorted(request.node_types, key=lambda t: t.name)}
     policy = request.limits.accelerator_conservation
     if policy not in CONSERVATION_POLICIES:
@@ -70,6 +72,7 @@ def plan(request: PlanRequest) -> Plan:
     items = build_items(request.demand)
     assign_candidates(items, list(types.values()), policy)
     infeasible = [_infeasible(item, list(types.values())) for item in items if not item.candidates]
+    every_item = {item.index: item for item in items}
     items = [item for item in items if item.candidates]
 
     existing_units = _existing_units(request.existing)
@@ -164,6 +167,7 @@ def plan(request: PlanRequest) -> Plan:
         deferred=tuple(deferred),
         notes=tuple(notes),
         node_lower_bound=node_bound,
+        witness=build_witness(realised.groups, every_item) if witness else None,
     )
 
 
@@ -205,6 +209,7 @@ def _kinds(
     eligible = {name: [item for item in items if name in item.candidates] for name in types}
     kinds: list[Kind] = []
     groups: dict[tuple, list[Bin]] = {}
+    members: dict[tuple, list[int]] = {}
     for index, node in enumerate(existing):
         host = _existing_bin(node, index)
         if node.node_type not in types:
@@ -215,6 +220,7 @@ def _kinds(
             tuple(sorted((r, tuple(s)) for r, s in host.devices.items())),
         )
         groups.setdefault(key, []).append(host)
+        members.setdefault(key, []).append(index)
     for key in sorted(groups):
         hosts = groups[key]
         kinds.append(
@@ -227,6 +233,7 @@ def _kinds(
                 new=False,
                 existing=True,
                 items=eligible[key[0]],
+                members=tuple(members[key]),
             )
         )
     for name, count in sorted(min_launches.items()):
