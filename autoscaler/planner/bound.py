@@ -29,6 +29,13 @@ MIP_BOUND_UNITS = 200
 """...and where the plan has at most this many units (beyond that, rounding a fractional
 unit per kind is a small share of the cost and the MIP's root costs more than it gains)."""
 MIP_BOUND_NODES = 1
+BOUND_ONLY_OFF = (
+    "mip_heuristic_run_feasibility_jump",
+    "mip_heuristic_run_rins",
+    "mip_heuristic_run_rens",
+    "mip_heuristic_run_root_reduced_cost",
+    "mip_detect_symmetry",
+)
 """Branch-and-bound nodes for that: the root (cuts included) only, deterministic; its dual
 bound is valid wherever the search stops."""
 
@@ -162,6 +169,9 @@ def lower_bounds(
                 mip.addRow(-inf, cost_cap, len(new), np.array(new, np.int32), np.array(prices))
             mip.changeColsCost(n, np.arange(n, dtype=np.int32), objective)
         mip.setOptionValue("mip_max_nodes", MIP_BOUND_NODES)
+        for option in BOUND_ONLY_OFF:  # a bound needs no primal heuristics
+            mip.setOptionValue(option, False)
+        mip.setOptionValue("mip_heuristic_effort", 0.0)
         mip.setOptionValue("mip_rel_gap", 1e-4)
         mip.run()
         status = mip.getModelStatus()

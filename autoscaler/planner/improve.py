@@ -27,6 +27,9 @@ PASSES = 4
 MAX_UNITS = 400
 """Plans with more units are left as they are (pairs grow quadratically; rounding matters
 little there)."""
+TRIALS = 6000
+"""Packing trials (a unit or a pair re-packed as a kind) per improvement at most: the work
+limit that keeps it fast and deterministic; the moves found by then are kept."""
 
 
 @dataclass(eq=False)
@@ -93,6 +96,7 @@ class _Search:
             for index in self.eligible[kind.index]:
                 self.holders[index] = self.holders.get(index, 0) | (1 << rank)
         self.anchorless = sum(1 << r for r, k in enumerate(self.ranked) if not k.needs_anchor)
+        self.trials = TRIALS
         for unit in self.units:
             self._summarise(unit)
 
@@ -155,6 +159,9 @@ class _Search:
         for _, unit in ranked:
             if unit not in self.units or self.price(unit.kind) <= 0:
                 continue  # emptying free capacity gains nothing
+            if self.trials <= 0:
+                break
+            self.trials -= 1
             others = [u for u in self.units if u is not unit]
             trial: dict[int, Bin] = {}
             additions: dict[int, list[tuple[int, int]]] = {}
@@ -214,6 +221,8 @@ class _Search:
             first = self.units[position]
             merged = False
             for second in self.units[position + 1 :]:
+                if self.trials <= 0:
+                    return changed
                 mask = first.kinds & second.kinds
                 if not mask:
                     continue
@@ -240,7 +249,7 @@ class _Search:
         """The cheapest single-host kind in ``mask`` priced below ``limit`` that holds
         ``content``: (kind, packed host, contents in packing order), or None."""
         rank = 0
-        while mask >> rank:
+        while mask >> rank and self.trials > 0:
             if not (mask >> rank) & 1:
                 rank += 1
                 continue
@@ -253,6 +262,7 @@ class _Search:
                 continue
             if not self._room(kind, freed, also_freed):
                 continue
+            self.trials -= 1
             host = kind.hosts[0].copy(kind.hosts[0].unit)
             ordered = sorted(content, key=lambda ic: _size(self.items[ic[0]]))
             ok = True

@@ -40,7 +40,7 @@ Source = tuple[str, int, int | None]
 STRICT_PACK group)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class Item:
     index: int
     resources: tuple[Resources, ...]

@@ -58,7 +58,7 @@ NODE_PRICING = 0.03
 """While generating patterns for fewer nodes, each new unit is priced at this fraction of the
 average unit cost: bigger-unit patterns enter the pool the fewest-nodes step chooses from
 (what a plan may cost more is still :data:`NODE_TOLERANCE`)."""
-FEWEST_UNITS_MAX = 1000
+FEWEST_UNITS_MAX = 60
 """The fewest-nodes step (a MIP over every pattern seen) runs for plans of at most this many
 new units; bigger plans are within a few percent of their node bound already and the MIP
 would cost more time than the target allows."""
@@ -69,7 +69,7 @@ TIE_BREAK = 1e-3
 bigger units (it changes any plan's cost by at most this fraction)."""
 
 
-EXACT_UNITS = 150
+EXACT_UNITS = 20
 """Exact pricing (:mod:`~autoscaler.planner.knapsack`) when the cheapest fractional plan has
 at most this many new units: there rounding and missed patterns weigh most, and the
 Lagrangian bounds it yields are what make small plans' bounds tight."""
@@ -578,8 +578,17 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, share_of,
         _seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
     _column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
     pool.update(dict.fromkeys(residual.patterns))
+    # The MIP runs over the residual LP's support and each item's cheapest single-item units:
+    # a few dozen columns, so its root stays cheap whatever the pool grew to.
+    support = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
+    for pattern, value in zip(residual.patterns, residual.lp_values(), strict=True):
+        if value > 1e-9:
+            support.add(pattern)
+    for item in rest_items:
+        _seed(support, kinds, item, rest, RESIDUAL_SEEDS)
+    support.solve_lp()
     for pattern, units in zip(
-        residual.patterns, residual.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
+        support.patterns, support.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
     ):
         if units > 0:
             taken[pattern] = taken.get(pattern, 0) + units

@@ -73,7 +73,9 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
     assign_candidates(items, list(types.values()), policy)
     infeasible = [_infeasible(item, list(types.values())) for item in items if not item.candidates]
     every_item = {item.index: item for item in items}
-    items = [item for item in items if item.candidates]
+    # A STRICT_SPREAD gang with a bundle no type holds is left out whole.
+    broken = {item.spread_group for item in items if not item.candidates} - {None}
+    items = [item for item in items if item.candidates and item.spread_group not in broken]
 
     existing_units = _existing_units(request.existing)
     min_launches = {
