@@ -97,3 +97,58 @@ def test_dependencies_point_one_way(layer):
                 if m.split(".")[0] in above
             ]
     assert not wrong, "\n".join(wrong)
+
+
+def _imports(path: Path, package: str) -> set[str]:
+    """Modules of ``package`` that ``path`` imports (anywhere in the file, lazy ones too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found.update(n for n in names if n == package or n.startswith(package + "."))
+    return found
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@pytest.mark.parametrize("package", ["autoscaler.planner"])
+def test_no_import_circles(package):
+    """No module reaches itself through imports (lazy, in-function ones included)."""
+    modules = {_module(p): p for p in _python_files(package.replace(".", "/"))}
+    graph = {
+        name: sorted(m for m in _imports(path, package) if m in modules and m != name)
+        for name, path in modules.items()
+    }
+    cycles, state, stack = [], {}, []
+
+    def visit(name: str) -> None:
+        state[name] = "open"
+        stack.append(name)
+        for target in graph[name]:
+            if state.get(target) == "open":
+                cycles.append(" -> ".join([*stack[stack.index(target) :], target]))
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
+    assert not cycles, "import circles:\n" + "\n".join(cycles)
+
+
+def test_planner_imports_nothing_from_providers():
+    wrong = [
+        f"{path.relative_to(ROOT)} imports {m}"
+        for path in _python_files("autoscaler/planner")
+        for m in _imports(path, "providers")
+    ]
+    assert not wrong, "\n".join(wrong)

@@ -21,7 +21,8 @@ import numpy as np
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.items import DEVICE_RESOURCES, Item
-from autoscaler.planner.patterns import GUARD_TIME_S, Kind, add_rows, fit, new_solver
+from autoscaler.planner.packing import Kind, fit
+from autoscaler.planner.solver import GUARD_TIME_S, add_rows, new_solver
 
 MIP_BOUND_ABOVE = 0.01
 """Where the plan costs more than this above the LP bound, whole units are required too."""
@@ -250,3 +251,36 @@ def _device_weight(item: Item, resource: str, size: int) -> float:
             elif 2 * share == size:
                 weight += 0.5
     return weight
+
+
+@dataclass(frozen=True)
+class DualBound:
+    """One Lagrangian relaxation of "place every copy of the demand": item values (their sum
+    over the demand is ``value``) and, per kind, a bound on what one unit of it can hold at
+    those values (``unit_values``, exact knapsacks)."""
+
+    value: float
+    unit_values: tuple[tuple[int, float], ...]
+
+    def cost_bound(self, kinds: Sequence[Kind], budget: float) -> float | None:
+        """No plan placing the demand costs less: sum of values minus, per kind whose unit
+        can hold more than it costs, the excess times the most units a plan costing at most
+        ``budget`` can take of it (None: unbounded)."""
+        total = self.value
+        for index, value in self.unit_values:
+            kind = kinds[index]
+            excess = value - kind.cost
+            if excess > 1e-12:
+                units = unit_cap(kind, budget)
+                if units is None:
+                    return None
+                total -= units * excess
+        return total
+
+
+def unit_cap(kind: Kind, budget: float) -> float | None:
+    """Units of ``kind`` any plan costing at most ``budget`` takes at most (None: unbounded)."""
+    caps = [float(kind.limit)] if kind.limit is not None else []
+    if kind.cost > 0:
+        caps.append(max(budget, 0.0) / kind.cost)
+    return min(caps) if caps else None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from autoscaler.planner.capacity import Bin
 from autoscaler.planner.items import Item
-from autoscaler.planner.patterns import Kind, Pattern, fit, put, replay
+from autoscaler.planner.packing import Kind, Pattern, fit, put, replay
 
 PASSES = 4
 """Improvement passes at most (each tries every move once)."""

@@ -7,11 +7,9 @@ Demand is *shapes with counts* (one record for 5,000 identical bundles). Resourc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from providers.base import NodeTypeOffering
 
 Resources = Mapping[str, float]
 
@@ -59,8 +57,9 @@ class NodeType:
     not even for ``min_workers``."""
     unavailable_reason: str | None = None
     """Why it is unavailable, when that is not capacity (said in notes and infeasibility)."""
-    offering: NodeTypeOffering | None = None
-    """What the type launches (instance type, market, zones), resolved once at load."""
+    offering: Hashable | None = None
+    """What the type launches (the cloud's offering record: instance type, market, zones),
+    resolved once at load; carried for the reconciler, opaque to the planner."""
 
     def host_resources(self, host: int) -> dict[str, float]:
         """What host ``host`` of a fresh unit advertises (host 0 also the head resources)."""

@@ -10,10 +10,10 @@
    groups of identical free capacity (running and pending hosts, ``min_workers`` units),
    which cost nothing and are used first.
 3. Column generation over *patterns* (what one unit holds, packed host by host with exact
-   per-device accounting) finds the cheapest mix; a MIP over the generated patterns makes it
-   integer, and a second one takes the fewest units within 0.5% of that cost
-   (``patterns``). Small plans also get exact pricing (``knapsack``), a second integer plan
-   by diving, and local improvement of the better one (``improve``).
+   per-device accounting: ``packing``, ``master``, ``columns``) finds the cheapest mix; a MIP
+   over the generated patterns makes it integer (``rounding``), and for small plans a second
+   one takes the fewest units within 0.5% of that cost. Small plans also get exact pricing
+   (``knapsack``), a second integer plan by diving, and local improvement (``improve``).
 4. The chosen units are realised as they were packed; copies beyond the demand are trimmed,
    STRICT_SPREAD gangs are kept whole or not at all, and anything still unplaced is packed
    into the room left (again by patterns) before it is reported.
@@ -52,7 +52,8 @@ from autoscaler.planner.model import (
     Plan,
     PlanRequest,
 )
-from autoscaler.planner.patterns import NODE_TOLERANCE, Kind, Pattern, generate, replay
+from autoscaler.planner.packing import Kind, Pattern, replay
+from autoscaler.planner.rounding import NODE_TOLERANCE, generate
 from autoscaler.planner.witness import build as build_witness
 
 UPSCALING_FLOOR = 5

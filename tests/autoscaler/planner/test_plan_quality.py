@@ -285,7 +285,7 @@ def test_cpu_only_work_fills_big_nodes_of_a_flat_priced_family():
 def test_local_improvement_never_makes_a_plan_dearer_or_drops_work():
     from autoscaler.planner.improve import improve
     from autoscaler.planner.items import assign_candidates, build_items
-    from autoscaler.planner.patterns import Kind, Pattern
+    from autoscaler.planner.packing import Kind, Pattern
 
     types = [M6I_LARGE, CPU8]
     demand = Demand((BundleDemand({"CPU": 1}, 4),))
@@ -307,7 +307,7 @@ def test_local_improvement_never_makes_a_plan_dearer_or_drops_work():
 def test_exact_pricing_bounds_every_packing():
     from autoscaler.planner.items import build_items
     from autoscaler.planner.knapsack import best_unit
-    from autoscaler.planner.patterns import Kind, fit, pack
+    from autoscaler.planner.packing import Kind, fit, pack
 
     rng = random.Random(3)
     gpu2 = NodeType("gpu2", {"CPU": 8, "memory": 32 * GIB, "GPU": 2}, 1.1)
