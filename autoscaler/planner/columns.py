@@ -66,8 +66,9 @@ def exact_rounds(
 
 def seed(
     master: Master, kinds: Sequence[Kind], item: Item, caps: Mapping[int, int], best: int
-) -> None:
-    """Add the ``best`` cheapest-per-copy units holding only ``item`` (up to its cap)."""
+) -> list[Pattern]:
+    """Add the ``best`` cheapest-per-copy units holding only ``item`` (up to its cap); returns
+    them (whether or not the master had them already)."""
     ranked = []
     for kind in kinds:
         if item not in kind.items or (kind.needs_anchor and item.rider):
@@ -76,8 +77,10 @@ def seed(
         if pattern is not None:
             copies = pattern.totals()[item.index]
             ranked.append((master.unit_cost(kind) / copies, kind.index, pattern))
-    for _, _, pattern in sorted(ranked, key=lambda r: r[:2])[:best]:
+    chosen = [pattern for _, _, pattern in sorted(ranked, key=lambda r: r[:2])[:best]]
+    for pattern in chosen:
         master.add(pattern)
+    return chosen
 
 
 def column_generation(

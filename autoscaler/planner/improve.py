@@ -27,9 +27,9 @@ PASSES = 4
 MAX_UNITS = 400
 """Plans with more units are left as they are (pairs grow quadratically; rounding matters
 little there)."""
-TRIALS = 6000
-"""Packing trials (a unit or a pair re-packed as a kind) per improvement at most: the work
-limit that keeps it fast and deterministic; the moves found by then are kept."""
+TRIALS = 3000
+"""Trials (a kind considered for a unit or a pair, a unit's contents moved) per improvement
+at most: the work limit that keeps it fast and deterministic; moves found by then are kept."""
 
 
 @dataclass(eq=False)
@@ -255,6 +255,7 @@ class _Search:
                 continue
             kind = self.ranked[rank]
             rank += 1
+            self.trials -= 1
             if self.price(kind) >= limit - 1e-9:
                 return None
             free = kind.hosts[0].free
@@ -262,7 +263,6 @@ class _Search:
                 continue
             if not self._room(kind, freed, also_freed):
                 continue
-            self.trials -= 1
             host = kind.hosts[0].copy(kind.hosts[0].unit)
             ordered = sorted(content, key=lambda ic: _size(self.items[ic[0]]))
             ok = True

@@ -38,6 +38,8 @@ class Master:
         import highspy
 
         self.highspy = highspy
+        self.args = (items, demand, kinds, limits, global_room, penalty)
+        self.budget: float | None = None
         self.kinds = kinds
         self.surcharge = surcharge
         self.h = new_solver()
@@ -157,6 +159,7 @@ class Master:
     def cap_cost(self, budget: float) -> None:
         """Only plans whose units cost at most ``budget`` (patterns added later included)."""
         costs = [self.kinds[p.kind].cost for p in self.patterns]
+        self.budget = budget
         self.cost_row = self.h.getNumRow()
         self.h.addRow(
             -self.highspy.kHighsInf,
@@ -165,6 +168,20 @@ class Master:
             np.array(self.cols, np.int32),
             np.array(costs, np.float64),
         )
+
+    def on_support(self, extra: Sequence[Pattern] = ()) -> Master:
+        """The same program over the current LP solution's patterns and ``extra`` only: a MIP
+        over a few dozen columns has a cheap root, whatever the pool grew to."""
+        support = Master(*self.args, self.surcharge)
+        for pattern, value in zip(self.patterns, self.lp_values(), strict=True):
+            if value > 1e-9:
+                support.add(pattern)
+        for pattern in extra:
+            support.add(pattern)
+        if self.budget is not None:
+            support.cap_cost(self.budget)
+        support.solve_lp()
+        return support
 
     def bound_rows(
         self,

@@ -173,19 +173,14 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, share_of,
     residual = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
     for pattern in master.patterns:
         residual.add(pattern)
-    for item in rest_items:  # small units for what is left: each item alone
-        seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
+    seeded = [  # small units for what is left: each item alone
+        pattern
+        for item in rest_items
+        for pattern in seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
+    ]
     column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
     pool.update(dict.fromkeys(residual.patterns))
-    # The MIP runs over the residual LP's support and each item's cheapest single-item units:
-    # a few dozen columns, so its root stays cheap whatever the pool grew to.
-    support = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
-    for pattern, value in zip(residual.patterns, residual.lp_values(), strict=True):
-        if value > 1e-9:
-            support.add(pattern)
-    for item in rest_items:
-        seed(support, kinds, item, rest, RESIDUAL_SEEDS)
-    support.solve_lp()
+    support = residual.on_support(seeded)  # the MIP: the LP's support and single-item units
     for pattern, units in zip(
         support.patterns, support.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
     ):
@@ -275,8 +270,9 @@ def _fewest_units(
         master.add(pattern)
     master.cap_cost(budget)
     column_generation(master, kinds, share_of, placed, MAX_ROUNDS)
-    units = master.solve_integer(notes, 0.5, taken, placed, FEWEST_MIP_NODES)
-    chosen = {p: u for p, u in zip(master.patterns, units, strict=True) if u > 0}
+    support = master.on_support(list(taken))
+    units = support.solve_integer(notes, 0.5, taken, placed, FEWEST_MIP_NODES)
+    chosen = {p: u for p, u in zip(support.patterns, units, strict=True) if u > 0}
     fewer = sum(u for p, u in chosen.items() if kinds[p.kind].new) < new_units
     within = sum(kinds[p.kind].cost * u for p, u in chosen.items()) <= budget
     covers = all(covered_copies(chosen).get(i, 0) >= n for i, n in placed.items())
