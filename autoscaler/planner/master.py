@@ -39,7 +39,6 @@ class Master:
 
         self.highspy = highspy
         self.args = (items, demand, kinds, limits, global_room, penalty)
-        self.budget: float | None = None
         self.kinds = kinds
         self.surcharge = surcharge
         self.h = new_solver()
@@ -159,7 +158,6 @@ class Master:
     def cap_cost(self, budget: float) -> None:
         """Only plans whose units cost at most ``budget`` (patterns added later included)."""
         costs = [self.kinds[p.kind].cost for p in self.patterns]
-        self.budget = budget
         self.cost_row = self.h.getNumRow()
         self.h.addRow(
             -self.highspy.kHighsInf,
@@ -178,8 +176,6 @@ class Master:
                 support.add(pattern)
         for pattern in extra:
             support.add(pattern)
-        if self.budget is not None:
-            support.cap_cost(self.budget)
         support.solve_lp()
         return support
 

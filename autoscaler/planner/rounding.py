@@ -270,9 +270,8 @@ def _fewest_units(
         master.add(pattern)
     master.cap_cost(budget)
     column_generation(master, kinds, share_of, placed, MAX_ROUNDS)
-    support = master.on_support(list(taken))
-    units = support.solve_integer(notes, 0.5, taken, placed, FEWEST_MIP_NODES)
-    chosen = {p: u for p, u in zip(support.patterns, units, strict=True) if u > 0}
+    units = master.solve_integer(notes, 0.5, taken, placed, FEWEST_MIP_NODES)
+    chosen = {p: u for p, u in zip(master.patterns, units, strict=True) if u > 0}
     fewer = sum(u for p, u in chosen.items() if kinds[p.kind].new) < new_units
     within = sum(kinds[p.kind].cost * u for p, u in chosen.items()) <= budget
     covers = all(covered_copies(chosen).get(i, 0) >= n for i, n in placed.items())
