@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 from autoscaler.planner.bound import DualBound
 from autoscaler.planner.items import Item
 from autoscaler.planner.knapsack import best_unit
 from autoscaler.planner.master import Master
-from autoscaler.planner.packing import Kind, Pattern, fit, pack, replay
+from autoscaler.planner.packing import Kind, Pattern, fit, pack, pack_rows, replay, unit_vectors
 
 MAX_ROUNDS = 60
 """Column-generation rounds at most (deterministic)."""
@@ -29,7 +31,6 @@ EXACT_ROUNDS = 6
 def exact_rounds(
     master: Master,
     kinds: Sequence[Kind],
-    share_of: Mapping[tuple[int, int], tuple[float, float]],
     caps: Mapping[int, int],
     by_index: Mapping[int, Item],
     cost_phase: bool = False,
@@ -60,7 +61,7 @@ def exact_rounds(
             found.append(DualBound(value, tuple(unit_values)))
         if not added:
             break
-        column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+        column_generation(master, kinds, caps, MAX_ROUNDS)
     return found
 
 
@@ -84,19 +85,24 @@ def seed(
 
 
 def column_generation(
-    master: Master,
-    kinds: Sequence[Kind],
-    share_of: Mapping[tuple[int, int], tuple[float, float]],
-    caps: Mapping[int, int],
-    max_rounds: int,
+    master: Master, kinds: Sequence[Kind], caps: Mapping[int, int], max_rounds: int
 ) -> int:
     """Add improving patterns until none is found; returns the rounds used."""
+    size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
+    cap_vector = np.zeros(size, np.int64)
+    for index, cap in caps.items():
+        if index < size:
+            cap_vector[index] = cap
     for rounds in range(1, max_rounds + 1):
         item_duals, kind_duals, _ = master.solve_lp()
+        duals = np.zeros(size)
+        for index, dual in item_duals.items():
+            if index < size:
+                duals[index] = dual
         added = 0
         for wide in (False, True):  # the wider search only once the quick one finds nothing
             for kind in kinds:
-                for pattern in _price(kind, item_duals, share_of, caps, wide):
+                for pattern in _price(kind, duals, cap_vector, wide):
                     value = sum(item_duals[i] * n for i, n in pattern.totals().items())
                     reduced = master.unit_cost(kind) - value - kind_duals[kind.index]
                     if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
@@ -109,49 +115,43 @@ def column_generation(
     return max_rounds
 
 
-def _price(
-    kind: Kind,
-    duals: Mapping[int, float],
-    share_of: Mapping[tuple[int, int], tuple[float, float]],
-    caps: Mapping[int, int],
-    wide: bool = False,
-) -> list[Pattern]:
-    """Candidate patterns for ``kind`` at these duals: greedy packings in three orders, or
-    (``wide``) the best of the packings that start with each item in turn."""
-    valued = [item for item in kind.items if duals.get(item.index, 0.0) > 1e-12]
-    if not valued:
+def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) -> list[Pattern]:
+    """Candidate patterns for ``kind`` at these duals (per item index): greedy packings in
+    three orders, or (``wide``) the best of the packings that start with each item in turn."""
+    vectors = unit_vectors(kind)
+    values = duals[vectors.indices]
+    valued = np.flatnonzero(values > 1e-12)
+    riders = vectors.riders
+    if valued.size == 0 or (kind.needs_anchor and riders[valued].all()):
         return []
-    if kind.needs_anchor and all(item.rider for item in valued):
-        return []
+    kind_caps = caps[vectors.indices]
     orders = []
-    for key in (
-        lambda i: (-duals[i.index] / share_of[(kind.index, i.index)][0], i.index),
-        lambda i: (-duals[i.index] / share_of[(kind.index, i.index)][1], i.index),
-        lambda i: (-duals[i.index], i.index),
-    ):
-        ranked = sorted(valued, key=key)
+    for key in (-values / vectors.dominant, -values / vectors.summed, -values):
+        order = valued[np.lexsort((vectors.indices[valued], key[valued]))]
         if kind.needs_anchor:  # accelerator work first, riders in the room it leaves
-            ranked = [i for i in ranked if not i.rider] + [i for i in ranked if i.rider]
-        orders.append(ranked)
+            order = np.concatenate((order[~riders[order]], order[riders[order]]))
+        orders.append(order)
+
+    def worth(pattern: Pattern) -> float:
+        return sum(duals[i] * n for i, n in pattern.totals().items())
+
     if wide:
         base = orders[0]
         best: tuple[float, Pattern] | None = None
         for first in base[:WIDE_FIRST]:
-            if kind.needs_anchor and first.rider:
+            if kind.needs_anchor and riders[first]:
                 continue
-            pattern = pack(kind, [first, *(i for i in base if i is not first)], caps)
-            if pattern is not None:
-                value = sum(duals[i] * n for i, n in pattern.totals().items())
-                if best is None or value > best[0] + 1e-12:
-                    best = (value, pattern)
+            pattern = pack_rows(kind, np.concatenate(([first], base[base != first])), kind_caps)
+            if pattern is not None and (best is None or worth(pattern) > best[0] + 1e-12):
+                best = (worth(pattern), pattern)
         return [] if best is None else [best[1]]
-    riders = {item.index for item in valued if item.rider}
+    rider_indices = set(vectors.indices[riders].tolist())
     found: list[Pattern] = []
     for order in orders:
-        pattern = pack(kind, order, caps)
+        pattern = pack_rows(kind, order, kind_caps)
         if pattern is None or pattern in found:
             continue
-        if kind.needs_anchor and all(index in riders for index in pattern.totals()):
+        if kind.needs_anchor and all(index in rider_indices for index in pattern.totals()):
             continue
         found.append(pattern)
     return found

@@ -158,8 +158,9 @@ def assign_candidates(
     candidates are the plain types only; under ``spare`` accelerator types stay candidates
     (for room on nodes there for accelerator work), but never a reason to launch one."""
     accelerated = {t.name for t in node_types if is_accelerator_type(t)}
+    roomiest = [(t.name, fresh_host(t, 0, -1)) for t in node_types]  # host 0: see fits_type
     for item in items:
-        fitting = [t.name for t in node_types if fits_type(item, t)]
+        fitting = [name for name, host in roomiest if host.fits_all(item.parts)]
         if item.cpu_only:
             plain = [name for name in fitting if name not in accelerated]
             item.rider = bool(plain)

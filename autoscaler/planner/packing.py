@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from autoscaler.planner.capacity import Bin
 from autoscaler.planner.items import Item
 
@@ -113,16 +115,88 @@ def pack(kind: Kind, order: Sequence[Item], caps: Mapping[int, int]) -> Pattern 
     return Pattern(kind.index, tuple(tuple(c) for c in content))
 
 
-def shares(kind: Kind, item: Item) -> tuple[float, float]:
-    """(dominant share, summed share) of one copy on one unit of ``kind``."""
+def pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None:
+    """:func:`pack` with the order given as positions in ``kind.items`` and caps per position.
+
+    On a single-host kind the scalar resources of every remaining item are checked at once
+    (numpy) and only the first item they let through is fitted exactly (devices, gangs): the
+    same pattern as fitting each item in turn, without a Python call per item."""
+    items = kind.items
+    if len(kind.hosts) != 1:
+        return pack(kind, [items[r] for r in order], {items[r].index: int(caps[r]) for r in order})
+    vectors = unit_vectors(kind)
+    host = kind.hosts[0].copy(kind.hosts[0].unit)
+    needs = vectors.needs[order]
+    positive = needs > 0
+    divisor = np.where(positive, needs, 1)
+    limit = caps[order]
+    free = np.array([host.free.get(name, 0) for name in vectors.names], np.int64)
+    content: list[tuple[int, int]] = []
+    start = 0
+    while start < len(order):
+        room = np.where(positive[start:], free // divisor[start:], _NO_LIMIT).min(axis=1)
+        hits = np.flatnonzero(np.minimum(room, limit[start:]) > 0)
+        if hits.size == 0:
+            break
+        at = start + int(hits[0])
+        item = items[order[at]]
+        copies = fit(host, item, int(min(room[hits[0]], limit[at])))
+        if copies:
+            put(host, item, copies)
+            content.append((item.index, copies))
+            free -= needs[at] * copies
+        start = at + 1
+    if not content:
+        return None
+    return Pattern(kind.index, (tuple(content),))
+
+
+_NO_LIMIT = 1 << 40
+
+
+@dataclass(frozen=True)
+class UnitVectors:
+    """A kind's items as arrays (one row per position in ``kind.items``)."""
+
+    names: list[str]
+    needs: np.ndarray
+    """Units of each resource in ``names`` one copy needs."""
+    indices: np.ndarray
+    """Item index per row."""
+    dominant: np.ndarray
+    """Largest share of one unit's capacity one copy takes."""
+    summed: np.ndarray
+    """Sum of the shares of one unit's capacity one copy takes."""
+    riders: np.ndarray
+
+
+def unit_vectors(kind: Kind) -> UnitVectors:
+    """Computed once per kind (not a field: a replaced kind computes its own)."""
+    cached = kind.__dict__.get("_vectors")
+    if cached is not None:
+        return cached
     capacity: dict[str, int] = {}
     for host in kind.hosts:
         for name, quantity in host.free.items():
             capacity[name] = capacity.get(name, 0) + max(quantity, 0)
-    fractions = [need / capacity[name] for name, need in item.needs.items() if capacity.get(name)]
-    if not fractions:
-        return 1e-9, 1e-9
-    return max(max(fractions), 1e-9), max(sum(fractions), 1e-9)
+    names = sorted({n for item in kind.items for n in item.needs} | set(capacity))
+    column = {name: j for j, name in enumerate(names)}
+    needs = np.zeros((len(kind.items), len(names)), np.int64)
+    for position, item in enumerate(kind.items):
+        for name, need in item.needs.items():
+            needs[position, column[name]] = need
+    total = np.array([capacity.get(name, 0) for name in names], np.float64)
+    shares = np.where(total > 0, needs / np.where(total > 0, total, 1.0), 0.0)
+    cached = UnitVectors(
+        names,
+        needs,
+        np.array([item.index for item in kind.items], np.int64),
+        np.maximum(shares.max(axis=1, initial=0.0), 1e-9),
+        np.maximum(shares.sum(axis=1), 1e-9),
+        np.array([item.rider for item in kind.items], bool),
+    )
+    kind.__dict__["_vectors"] = cached
+    return cached
 
 
 def covered_copies(chosen: Mapping[Pattern, int]) -> dict[int, int]:

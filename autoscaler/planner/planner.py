@@ -275,10 +275,13 @@ class _Group:
     units: int
 
     def copies(self) -> dict[int, int]:
-        counts: dict[int, int] = defaultdict(int)
-        for host in self.hosts:
-            for index, n in host:
-                counts[index] += n
+        """Copies per item index on one unit (computed once: ``hosts`` never change)."""
+        counts = self.__dict__.get("_copies")
+        if counts is None:
+            counts = self.__dict__["_copies"] = defaultdict(int)
+            for host in self.hosts:
+                for index, n in host:
+                    counts[index] += n
         return counts
 
 

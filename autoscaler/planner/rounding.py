@@ -25,7 +25,7 @@ from autoscaler.planner.columns import MAX_ROUNDS, column_generation, exact_roun
 from autoscaler.planner.improve import improve
 from autoscaler.planner.items import Item
 from autoscaler.planner.master import MIP_REL_GAP, Master
-from autoscaler.planner.packing import Kind, Pattern, covered_copies, shares
+from autoscaler.planner.packing import Kind, Pattern, covered_copies
 
 RESIDUAL_SEEDS = 3
 """Single-item units offered per item for the remainder (small units round better)."""
@@ -94,34 +94,31 @@ def generate(
     penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
     limits = {kind.index: kind.limit for kind in kinds}
     master = Master(items, demand, kinds, limits, global_room, penalty, surcharge)
-    share_of = {
-        (kind.index, item.index): shares(kind, item) for kind in kinds for item in kind.items
-    }
     caps = {index: demand[index] for index in by_index}
 
     for item in items:  # start: a unit of the cheapest kind per copy, holding it alone
         seed(master, kinds, item, caps, 1)
 
-    rounds = column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+    rounds = column_generation(master, kinds, caps, MAX_ROUNDS)
     lp_cost, lp_units = master.lp_cost_and_units()
     exact = lp_units <= EXACT_UNITS
     dual_bounds: list[DualBound] = []
     if exact:
-        dual_bounds += exact_rounds(master, kinds, share_of, caps, by_index, cost_phase=True)
+        dual_bounds += exact_rounds(master, kinds, caps, by_index, cost_phase=True)
         lp_cost, lp_units = master.lp_cost_and_units()
     # Fewer nodes: price each new unit at NODE_PRICING of the average unit cost of the
     # cheapest (fractional) plan and generate the patterns that favours; round under the
     # NODE_TOLERANCE price.
     if lp_units > 0 and lp_cost > 0:
         master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
-        rounds += column_generation(master, kinds, share_of, caps, MAX_ROUNDS)
+        rounds += column_generation(master, kinds, caps, MAX_ROUNDS)
         if exact:
-            dual_bounds += exact_rounds(master, kinds, share_of, caps, by_index)
+            dual_bounds += exact_rounds(master, kinds, caps, by_index)
         master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
         master.solve_lp()
 
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
-    args = (master, items, demand, kinds, limits, global_room, penalty, share_of, notes, pool)
+    args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool)
     plans = [_round(*args)]
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
         plans.append(_dive(*args))
@@ -132,9 +129,7 @@ def generate(
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
-    taken = _fewest_units(
-        taken, list(pool), items, demand, kinds, limits, global_room, share_of, notes
-    )
+    taken = _fewest_units(taken, list(pool), items, demand, kinds, limits, global_room, notes)
     if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
     chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
@@ -147,7 +142,7 @@ def generate(
     return Result(kinds, chosen, unplaced, notes, dual_bounds)
 
 
-def _round(master, items, demand, kinds, limits, global_room, penalty, share_of, notes, pool):
+def _round(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
     """Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
     pattern) is planned again with patterns generated for it, then solved as a MIP."""
     by_index = {item.index: item for item in items}
@@ -178,7 +173,7 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, share_of,
         for item in rest_items
         for pattern in seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
     ]
-    column_generation(residual, kinds, share_of, rest, MAX_ROUNDS)
+    column_generation(residual, kinds, rest, MAX_ROUNDS)
     pool.update(dict.fromkeys(residual.patterns))
     support = residual.on_support(seeded)  # the MIP: the LP's support and single-item units
     for pattern, units in zip(
@@ -189,7 +184,7 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, share_of,
     return taken
 
 
-def _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, notes, pool):
+def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
     """Integer plan by diving: fix the units the LP takes whole, and where it takes none the
     pattern it takes most of; plan what is left again (patterns made for it); repeat. Then a
     MIP over every pattern seen, started from the dive's plan, may combine them better."""
@@ -216,7 +211,7 @@ def _dive(master, items, demand, kinds, limits, global_room, penalty, share_of, 
         for item in items:
             if rest[item.index]:
                 seed(dive, kinds, item, rest, 1)
-        column_generation(dive, kinds, share_of, rest, MAX_ROUNDS)
+        column_generation(dive, kinds, rest, MAX_ROUNDS)
         values = dive.lp_values()
         step = {
             pattern: math.floor(value + 1e-6)
@@ -250,7 +245,6 @@ def _fewest_units(
     kinds: Sequence[Kind],
     limits: Mapping[int, int | None],
     global_room: int | None,
-    share_of: Mapping[tuple[int, int], tuple[float, float]],
     notes: list[str],
 ) -> Mapping[Pattern, int]:
     """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
@@ -269,7 +263,7 @@ def _fewest_units(
     for pattern in pool:
         master.add(pattern)
     master.cap_cost(budget)
-    column_generation(master, kinds, share_of, placed, MAX_ROUNDS)
+    column_generation(master, kinds, placed, MAX_ROUNDS)
     units = master.solve_integer(notes, 0.5, taken, placed, FEWEST_MIP_NODES)
     chosen = {p: u for p, u in zip(master.patterns, units, strict=True) if u > 0}
     fewer = sum(u for p, u in chosen.items() if kinds[p.kind].new) < new_units
