@@ -122,7 +122,7 @@ def pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None
     (numpy) and only the first item they let through is fitted exactly (devices, gangs): the
     same pattern as fitting each item in turn, without a Python call per item."""
     items = kind.items
-    if len(kind.hosts) != 1:
+    if len(kind.hosts) != 1 or len(order) < VECTOR_FROM:
         return pack(kind, [items[r] for r in order], {items[r].index: int(caps[r]) for r in order})
     vectors = unit_vectors(kind)
     host = kind.hosts[0].copy(kind.hosts[0].unit)
@@ -152,6 +152,8 @@ def pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None
 
 
 _NO_LIMIT = 1 << 40
+VECTOR_FROM = 48
+"""Orders at least this long are fitted in numpy (below, a call per item is cheaper)."""
 
 
 @dataclass(frozen=True)
