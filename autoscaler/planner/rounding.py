@@ -155,15 +155,7 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
     rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
     if not rest:
         return taken
-    used: dict[int, int] = {}
-    for pattern, units in taken.items():
-        used[pattern.kind] = used.get(pattern.kind, 0) + units
-    rest_limits = {
-        k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds
-    }
-    rest_room = None
-    if global_room is not None:
-        rest_room = global_room - sum(u for k, u in used.items() if kinds[k].new)
+    rest_limits, rest_room = _room_left(taken, kinds, global_room)
     rest_items = [by_index[i] for i in sorted(rest)]
     residual = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
     for pattern in master.patterns:
@@ -184,6 +176,19 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
     return taken
 
 
+def _room_left(
+    taken: Mapping[Pattern, int], kinds: Sequence[Kind], global_room: int | None
+) -> tuple[dict[int, int | None], int | None]:
+    """Units each kind, and new units the cluster, may still take beside ``taken``."""
+    used: dict[int, int] = {}
+    for pattern, units in taken.items():
+        used[pattern.kind] = used.get(pattern.kind, 0) + units
+    limits = {k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds}
+    if global_room is None:
+        return limits, None
+    return limits, global_room - sum(u for k, u in used.items() if kinds[k].new)
+
+
 def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
     """Integer plan by diving: fix the units the LP takes whole, and where it takes none the
     pattern it takes most of; plan what is left again (patterns made for it); repeat. Then a
@@ -198,15 +203,7 @@ def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, poo
         rest = {i: max(0, n - covered.get(i, 0)) for i, n in demand.items()}
         if not any(rest.values()):
             break
-        used: dict[int, int] = {}
-        for pattern, units in fixed.items():
-            used[pattern.kind] = used.get(pattern.kind, 0) + units
-        rest_limits = {
-            k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds
-        }
-        rest_room = None
-        if global_room is not None:
-            rest_room = global_room - sum(u for k, u in used.items() if kinds[k].new)
+        rest_limits, rest_room = _room_left(fixed, kinds, global_room)
         dive.bound_rows(rest, rest_limits, rest_room)
         for item in items:
             if rest[item.index]:
