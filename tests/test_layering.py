@@ -210,17 +210,21 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-KNOWN_CIRCLES = [
-    ["autoscaler.planner.improve", "autoscaler.planner.knapsack", "autoscaler.planner.patterns"]
-]
-"""Left to the planner's own rework (issue 21); remove an entry when its circle is gone."""
-
-
 def test_no_import_circles():
     """No module reaches itself through imports (top-level or deferred into a function; not
     ``if TYPE_CHECKING:`` ones, which never run)."""
-    assert [c for c in _cycles(_import_graph()) if c not in KNOWN_CIRCLES] == []
+    assert _cycles(_import_graph()) == []
 
 
 def test_the_circle_check_finds_a_circle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_planner_imports_nothing_from_providers():
+    wrong = [
+        f"{path.relative_to(ROOT)}:{line} imports {module}"
+        for path in _python_files("autoscaler/planner")
+        for line, module in _imports(path)
+        if module == "providers" or module.startswith("providers.")
+    ]
+    assert not wrong, "\n".join(wrong)

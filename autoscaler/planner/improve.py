@@ -20,13 +20,16 @@ from dataclasses import dataclass
 
 from autoscaler.planner.capacity import Bin
 from autoscaler.planner.items import Item
-from autoscaler.planner.patterns import Kind, Pattern, fit, put, replay
+from autoscaler.planner.packing import Kind, Pattern, fit, put, replay
 
 PASSES = 4
 """Improvement passes at most (each tries every move once)."""
 MAX_UNITS = 400
 """Plans with more units are left as they are (pairs grow quadratically; rounding matters
 little there)."""
+TRIALS = 3000
+"""Trials (a kind considered for a unit or a pair, a unit's contents moved) per improvement
+at most: the work limit that keeps it fast and deterministic; moves found by then are kept."""
 
 
 @dataclass(eq=False)
@@ -93,6 +96,7 @@ class _Search:
             for index in self.eligible[kind.index]:
                 self.holders[index] = self.holders.get(index, 0) | (1 << rank)
         self.anchorless = sum(1 << r for r, k in enumerate(self.ranked) if not k.needs_anchor)
+        self.trials = TRIALS
         for unit in self.units:
             self._summarise(unit)
 
@@ -155,6 +159,9 @@ class _Search:
         for _, unit in ranked:
             if unit not in self.units or self.price(unit.kind) <= 0:
                 continue  # emptying free capacity gains nothing
+            if self.trials <= 0:
+                break
+            self.trials -= 1
             others = [u for u in self.units if u is not unit]
             trial: dict[int, Bin] = {}
             additions: dict[int, list[tuple[int, int]]] = {}
@@ -214,6 +221,8 @@ class _Search:
             first = self.units[position]
             merged = False
             for second in self.units[position + 1 :]:
+                if self.trials <= 0:
+                    return changed
                 mask = first.kinds & second.kinds
                 if not mask:
                     continue
@@ -240,12 +249,13 @@ class _Search:
         """The cheapest single-host kind in ``mask`` priced below ``limit`` that holds
         ``content``: (kind, packed host, contents in packing order), or None."""
         rank = 0
-        while mask >> rank:
+        while mask >> rank and self.trials > 0:
             if not (mask >> rank) & 1:
                 rank += 1
                 continue
             kind = self.ranked[rank]
             rank += 1
+            self.trials -= 1
             if self.price(kind) >= limit - 1e-9:
                 return None
             free = kind.hosts[0].free
