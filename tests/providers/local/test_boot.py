@@ -107,7 +107,7 @@ def test_a_compute_engine_vm_runs_its_startup_script(state):
             "metadata": {"items": [{"key": "startup-script", "value": GCE_SCRIPT}]},
         }
         (node,) = provider.create_node(node_config, {TAG_NODE_TYPE: "cpu"}, 1, "r1").nodes
-        NodeSimulator(config, provider, boot_delay_s=0).step()
-        console = _console(provider, node.id, "booted")
+        simulator = NodeSimulator(config, provider, boot_delay_s=0)
+        console = _console(provider, node.id, "booted", simulator)
         name = node.id.rpartition("/")[2]
         assert f"booted {name} in projects/0/zones/us-central1-a" in console
