@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,8 +33,15 @@ MB = 1e6
 
 
 def build_wheel(out: Path) -> Path:
+    """This checkout's wheel, built from a copy (a build leaves ``build/`` behind)."""
+    source = out / "source"
+    shutil.copytree(
+        ROOT,
+        source,
+        ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__"),
+    )
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)],
         check=True,
     )
     return next(out.glob("accel_autoscaler-*.whl"))

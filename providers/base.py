@@ -226,6 +226,11 @@ class Cloud(ABC):
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         """``node_config`` running ``script`` at first boot, unless the user set their own."""
 
+    def node_id_of(self, reported: str) -> str:
+        """The provider's node id for ``reported``, the ``NODE_ID`` a node's identity script
+        gave its agent (which may qualify it, e.g. with its zone)."""
+        return reported
+
     def emulator_settings(self) -> dict[str, Any]:
         """Provider settings the embedded local cloud needs (e.g. throwaway credentials)."""
         return {}

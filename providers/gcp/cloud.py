@@ -122,6 +122,10 @@ class GcpCloud(Cloud):
 
         return refresh_gcp(request)
 
+    def node_id_of(self, reported: str) -> str:
+        """An agent reports as ``zone/name``; the plugins' node id is the name."""
+        return reported.rpartition("/")[2]
+
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         """A VM's ``metadata`` is ``{items: [{key, value}]}``; a TPU node's is a map."""
         config = dict(node_config)

@@ -10,7 +10,6 @@ Run: ``python -m providers.local.aws_server -H 127.0.0.1 -p 5000 --consoles DIR`
 from __future__ import annotations
 
 import argparse
-import base64
 import random
 import sys
 from pathlib import Path
@@ -31,6 +30,7 @@ def serve(consoles: Path | None, argv: list[str]) -> None:
     from moto.core.utils import utcnow
     from moto.ec2.models import elastic_network_interfaces, instances
     from moto.ec2.responses.general import SAMPLE_CONSOLE_OUTPUT, General
+    from moto.ec2.utils import Base64EncodedString
 
     elastic_network_interfaces.random_private_ip = loopback_ip
     instances.random_private_ip = loopback_ip
@@ -38,7 +38,7 @@ def serve(consoles: Path | None, argv: list[str]) -> None:
     def get_console_output(self: General) -> ActionResult:
         instance = self.ec2_backend.get_instance(self._get_param("InstanceId"))
         text = read_console(consoles, instance.id) or SAMPLE_CONSOLE_OUTPUT
-        output = base64.b64encode(text.encode()).decode()
+        output = Base64EncodedString.from_raw_string(text)
         return ActionResult({"InstanceId": instance.id, "Timestamp": utcnow(), "Output": output})
 
     General.get_console_output = get_console_output

@@ -57,6 +57,7 @@ MIB = 2**20
 HOST_MARK = "AUTOSCALE_SIM_HOST"
 NODE_STATE_DIR_ENV_VAR = "AUTOSCALE_NODE_STATE_DIR"
 LOOPBACK = "127.0.0.1"
+CONSOLE_PREFIX = "[local cloud]"
 
 
 def simulated_hosts(
@@ -119,12 +120,22 @@ class NodeSimulator:
             seen = self._first_seen.setdefault(node_id, now)
             if node_id not in self._booted and now - seen >= self.boot_delay_s:
                 self._booted[node_id] = self._boot(node)
+        self._note_finished_boots()
         gone = set(self._booted) - set(running)
         for node_id in gone:
             end_host_processes(self._marks(node_id))
             del self._booted[node_id]
             self._first_seen.pop(node_id, None)
             shutil.rmtree(host_dir(self.cluster, node_id).parent, ignore_errors=True)
+
+    def _note_finished_boots(self) -> None:
+        """A boot script that ended gets its exit status at the end of the console."""
+        for node_id, scripts in self._booted.items():
+            for host, script in enumerate(scripts):
+                if script.returncode is None and script.poll() is not None:
+                    console = host_dir(self.cluster, node_id, host) / "console.log"
+                    with console.open("a") as out:
+                        out.write(f"{CONSOLE_PREFIX} boot script exit {script.returncode}\n")
 
     def stop_all(self) -> None:
         end_host_processes(*(self._marks(n) for n in self._booted))
@@ -177,8 +188,11 @@ class NodeSimulator:
         (base / "metadata.json").write_text(json.dumps(data.metadata, indent=1))
         _write_env(base / "env", env)
         script = base / "boot.sh"
-        script.write_text(rewrite_paths(data.script or "#!/bin/bash\n", root))
+        script_text = data.script or "#!/bin/bash\n"
+        script.write_text(rewrite_paths(script_text, root))
         with (base / "console.log").open("ab") as console:
+            console.write(f"{CONSOLE_PREFIX} boot script: {len(script_text)} bytes\n".encode())
+            console.flush()
             return subprocess.Popen(
                 ["bash", str(script)],
                 cwd=root / "root",

@@ -22,20 +22,11 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 METADATA_HOSTS = ("169.254.169.254", "metadata.google.internal", "metadata")
-RAY_PORT_FLAGS = (
-    "--node-manager-port",
-    "--object-manager-port",
-    "--metrics-export-port",
-    "--dashboard-agent-listen-port",
-    "--dashboard-agent-grpc-port",
-    "--runtime-env-agent-port",
-)
 SUDO_FLAGS_WITH_VALUE = {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}
 DOCKER_EXEC_FLAGS_WITH_VALUE = {"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file"}
 
@@ -228,41 +219,31 @@ def ray(name: str, args: list[str]) -> int:
         return _stop_own_ray()
     if args[:1] != ["start"]:
         os.execv(ray_bin, [ray_bin, *args])
+    from autoscaler.ray_cluster.processes import PORT_FLAGS, free_port
+
     given = {a.split("=", 1)[0] for a in args}
     local = []
     if "--node-ip-address" not in given:
         local.append(f"--node-ip-address={env('IP')}")
     if "--temp-dir" not in given:
         local.append(f"--temp-dir={env('RAY_TEMP')}")
-    local += [f"{flag}={_free_port()}" for flag in RAY_PORT_FLAGS if flag not in given]
+    local += [f"{flag}={free_port()}" for flag in PORT_FLAGS if flag not in given]
     os.execv(ray_bin, [ray_bin, *args, *local])
 
 
 def _stop_own_ray() -> int:
+    """End this host's Ray: the processes that carry its mark and run in its Ray folder."""
     import psutil
 
-    marker = env("HOST")
-    me = {os.getpid(), os.getppid()}
+    marker, folder = env("HOST"), env("RAY_TEMP")
     for process in psutil.process_iter(["pid", "cmdline", "environ"]):
         try:
             own = (process.info.get("environ") or {}).get("AUTOSCALE_SIM_HOST") == marker
-            ray_process = any("ray" in part for part in process.info.get("cmdline") or [])
-            if (
-                own
-                and ray_process
-                and process.pid not in me
-                and "standin.py" not in " ".join(process.info.get("cmdline") or [])
-            ):
+            if own and folder in " ".join(process.info.get("cmdline") or []):
                 process.terminate()
         except psutil.Error:
             continue
     return 0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def python(name: str, args: list[str]) -> int:

@@ -38,7 +38,7 @@ def test_the_head_starts_ray_and_the_monitor_with_a_cluster_yaml_that_loads(clus
     written = yaml.safe_load(body.split("\nACCEL_AUTOSCALER_CLUSTER_YAML\n", 1)[0])
     assert parse_cluster_config(written).spec == cluster.config.spec
     assert "export RAY_NODE_TYPE_NAME=head" in script and "RAY_ADDRESS" not in script
-    assert "pip install --quiet 'accel-autoscaler[control]==" in script
+    assert "pip install --quiet 'accel-autoscaler[control]==" in script  # it runs the monitor
     assert "command -v ray >/dev/null || python3 -m pip install --quiet 'ray[default]==" in script
 
 

@@ -32,9 +32,12 @@ $(curl -fsS -H 'Metadata-Flavor: Google' $MD/zone)"
 """
 
 
-def _console(provider, node_id: str, text: str) -> str:
+def _console(provider, node_id: str, text: str, simulator=None) -> str:
+    """The node's console once it shows ``text`` (the simulator keeps stepping)."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
+        if simulator is not None:
+            simulator.step()
         console = provider.console_output(node_id) or ""
         if text in console:
             return console
@@ -68,9 +71,12 @@ def test_an_ec2_instance_runs_its_user_data(state):
         )
         (node,) = created.nodes
         assert node.internal_ip.startswith("127.")  # the local cloud's network is loopback
-        NodeSimulator(config, provider, boot_delay_s=0).step()
-        console = _console(provider, node.id, "booted")
+        simulator = NodeSimulator(config, provider, boot_delay_s=0)
+        simulator.step()
+        console = _console(provider, node.id, "booted", simulator)
         assert f"booted {node.id} at {node.internal_ip}" in console
+        console = _console(provider, node.id, "boot script exit 0", simulator)
+        assert console.startswith("[local cloud] boot script: ")
         root = cluster_state_dir("boot-aws") / CONSOLES / node.id / "host-0" / "root"
         assert (root / "etc" / "demo" / "id").read_text().strip() == node.id
     finally:
@@ -101,7 +107,7 @@ def test_a_compute_engine_vm_runs_its_startup_script(state):
             "metadata": {"items": [{"key": "startup-script", "value": GCE_SCRIPT}]},
         }
         (node,) = provider.create_node(node_config, {TAG_NODE_TYPE: "cpu"}, 1, "r1").nodes
-        NodeSimulator(config, provider, boot_delay_s=0).step()
-        console = _console(provider, node.id, "booted")
+        simulator = NodeSimulator(config, provider, boot_delay_s=0)
+        console = _console(provider, node.id, "booted", simulator)
         name = node.id.rpartition("/")[2]
         assert f"booted {name} in projects/0/zones/us-central1-a" in console
