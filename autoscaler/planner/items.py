@@ -130,7 +130,10 @@ def build_items(demand: Demand) -> list[Item]:
     for group_index, group in enumerate(demand.placement_groups):
         shapes = tuple(shape(b) for b in group.bundles)
         if group.strategy == STRICT_SPREAD:
-            gang = gangs.setdefault(shapes, group_index)  # identical gangs are one gang
+            # Identical gangs of one shape are one gang (a host then holds one slot of it,
+            # which costs nothing when the slots are alike); mixed gangs stay apart, so a
+            # host may hold a different bundle of each.
+            gang = gangs.setdefault(shapes, group_index) if len(set(shapes)) == 1 else group_index
             for slot, bundle in enumerate(group.bundles):
                 source = ("placement_groups", group_index, slot)
                 key = ("spread", gang, slot)
