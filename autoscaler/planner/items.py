@@ -7,8 +7,9 @@ Ray's preferences, not constraints: their bundles are planned as independent bun
 group splits where that is cheaper, or where no host holds it whole).
 
 Identical shapes are one item whatever record they come from (bundles, soft groups' bundles;
-identical STRICT groups merge too); ``Item.sources`` says where its copies come from, so a
-plan's witness can name every bundle's origin.
+identical STRICT_PACK groups and identical one-shape STRICT_SPREAD gangs merge too);
+``Item.sources`` says where its copies come from, so a plan's witness can name every
+bundle's origin.
 """
 
 from __future__ import annotations
