@@ -275,14 +275,14 @@ class DualBound:
             kind = kinds[index]
             excess = value - kind.cost
             if excess > 1e-12:
-                units = unit_cap(kind, budget)
+                units = _unit_cap(kind, budget)
                 if units is None:
                     return None
                 total -= units * excess
         return total
 
 
-def unit_cap(kind: Kind, budget: float) -> float | None:
+def _unit_cap(kind: Kind, budget: float) -> float | None:
     """Units of ``kind`` any plan costing at most ``budget`` takes at most (None: unbounded)."""
     caps = [float(kind.limit)] if kind.limit is not None else []
     if kind.cost > 0:
