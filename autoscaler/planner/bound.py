@@ -27,6 +27,9 @@ from autoscaler.planner.solver import GUARD_TIME_S, add_rows, new_solver
 MIP_BOUND_ABOVE = 0.025
 """Where the plan costs more than this above the LP bound, whole units are required too
 (closer than that, the LP bound already proves the plan within the 3% target)."""
+NODE_MIP_ABOVE = 1.5
+"""The node bound gets its whole-unit MIP only where the plan has more than this many times
+the LP's node bound (closer than that, the LP bound already shows the plan near its fewest)."""
 MIP_BOUND_UNITS = 1000
 """...and where the plan has at most this many units (beyond that, rounding a fractional
 unit per kind is a small share of the cost and the MIP's root costs more than it gains)."""
@@ -201,7 +204,7 @@ def lower_bounds(
     node_objective[slack_cols] = 10.0
     h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
     unit_bound = _solve(h, highspy, notes, slack_cols, 10.0)
-    if small and plan_units > (1 + MIP_BOUND_ABOVE) * unit_bound:
+    if small and plan_units > NODE_MIP_ABOVE * unit_bound:
         dual = whole_units(np.array(nodes))
         if dual is not None:
             unit_bound = max(unit_bound, dual)
@@ -272,14 +275,14 @@ class DualBound:
             kind = kinds[index]
             excess = value - kind.cost
             if excess > 1e-12:
-                units = unit_cap(kind, budget)
+                units = _unit_cap(kind, budget)
                 if units is None:
                     return None
                 total -= units * excess
         return total
 
 
-def unit_cap(kind: Kind, budget: float) -> float | None:
+def _unit_cap(kind: Kind, budget: float) -> float | None:
     """Units of ``kind`` any plan costing at most ``budget`` takes at most (None: unbounded)."""
     caps = [float(kind.limit)] if kind.limit is not None else []
     if kind.cost > 0:

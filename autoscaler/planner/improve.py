@@ -50,8 +50,11 @@ def improve(
     demand: Mapping[int, int],
     global_room: int | None,
     surcharge: float,
+    budget: float | None = None,
 ) -> list[tuple[Pattern, int]]:
-    """``chosen`` (patterns and units) made cheaper where moves allow; same coverage."""
+    """``chosen`` (patterns and units) made cheaper where moves allow; same coverage.
+    ``budget``: no move may raise the plan's cost (surcharges aside) above it (with a large
+    ``surcharge``, moves then trade cost for fewer units within the budget)."""
     total = sum(units for _, units in chosen)
     if total > MAX_UNITS or total == 0:
         return list(chosen)
@@ -68,7 +71,7 @@ def improve(
                 kept.append((pattern, 1))
                 continue
             units.append(_Unit(kind, hosts[0], list(pattern.hosts[0])))
-    search = _Search(units, kinds, items, global_room, surcharge, kept)
+    search = _Search(units, kinds, items, global_room, surcharge, kept, budget)
     search.trim(demand)
     for _ in range(PASSES):
         if not (search.empty() | search.shrink() | search.merge()):
@@ -77,7 +80,7 @@ def improve(
 
 
 class _Search:
-    def __init__(self, units, kinds, items, global_room, surcharge, kept) -> None:
+    def __init__(self, units, kinds, items, global_room, surcharge, kept, budget) -> None:
         self.units: list[_Unit] = units
         self.kinds = kinds
         self.items = items
@@ -97,6 +100,8 @@ class _Search:
                 self.holders[index] = self.holders.get(index, 0) | (1 << rank)
         self.anchorless = sum(1 << r for r, k in enumerate(self.ranked) if not k.needs_anchor)
         self.trials = TRIALS
+        self.budget = budget
+        self.total = sum(u.kind.cost for u in units) + sum(kinds[p.kind].cost * n for p, n in kept)
         for unit in self.units:
             self._summarise(unit)
 
@@ -263,6 +268,10 @@ class _Search:
                 continue
             if not self._room(kind, freed, also_freed):
                 continue
+            if self.budget is not None:
+                after = self.total - freed.cost - (also_freed.cost if also_freed else 0.0)
+                if after + kind.cost > self.budget:
+                    continue
             host = kind.hosts[0].copy(kind.hosts[0].unit)
             ordered = sorted(content, key=lambda ic: _size(self.items[ic[0]]))
             ok = True
@@ -294,11 +303,13 @@ class _Search:
     def _drop(self, unit: _Unit) -> None:
         self.units.remove(unit)
         self.used[unit.kind.index] -= 1
+        self.total -= unit.kind.cost
 
     def _add(self, unit: _Unit, position: int | None = None) -> None:
         self._summarise(unit)
         self.units.insert(len(self.units) if position is None else position, unit)
         self.used[unit.kind.index] = self.used.get(unit.kind.index, 0) + 1
+        self.total += unit.kind.cost
 
     def patterns(self) -> list[tuple[Pattern, int]]:
         counts: dict[Pattern, int] = {}

@@ -7,8 +7,9 @@ Ray's preferences, not constraints: their bundles are planned as independent bun
 group splits where that is cheaper, or where no host holds it whole).
 
 Identical shapes are one item whatever record they come from (bundles, soft groups' bundles;
-identical STRICT groups merge too); ``Item.sources`` says where its copies come from, so a
-plan's witness can name every bundle's origin.
+identical STRICT_PACK groups and identical one-shape STRICT_SPREAD gangs merge too);
+``Item.sources`` says where its copies come from, so a plan's witness can name every
+bundle's origin.
 """
 
 from __future__ import annotations
@@ -130,7 +131,10 @@ def build_items(demand: Demand) -> list[Item]:
     for group_index, group in enumerate(demand.placement_groups):
         shapes = tuple(shape(b) for b in group.bundles)
         if group.strategy == STRICT_SPREAD:
-            gang = gangs.setdefault(shapes, group_index)  # identical gangs are one gang
+            # Identical gangs of one shape are one gang (a host then holds one slot of it,
+            # which costs nothing when the slots are alike); mixed gangs stay apart, so a
+            # host may hold a different bundle of each.
+            gang = gangs.setdefault(shapes, group_index) if len(set(shapes)) == 1 else group_index
             for slot, bundle in enumerate(group.bundles):
                 source = ("placement_groups", group_index, slot)
                 key = ("spread", gang, slot)

@@ -256,17 +256,27 @@ def _fewest_units(
     budget = cost * (1 + NODE_TOLERANCE) + 1e-9
     weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
     penalty = weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
+    by_index = {item.index: item for item in items}
+    # Local moves first (cheap; they trade cost for fewer units within the budget), then a
+    # MIP over every pattern seen started from their result.
+    moved = dict(improve(list(taken.items()), kinds, by_index, placed, global_room, weight, budget))
     master = Master(items, placed, kinds, limits, global_room, penalty, weight)
-    for pattern in pool:
+    for pattern in [*pool, *moved]:
         master.add(pattern)
     master.cap_cost(budget)
     column_generation(master, kinds, placed, MAX_ROUNDS)
-    units = master.solve_integer(notes, 0.5, taken, placed, FEWEST_MIP_NODES)
+    units = master.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
     chosen = {p: u for p, u in zip(master.patterns, units, strict=True) if u > 0}
-    fewer = sum(u for p, u in chosen.items() if kinds[p.kind].new) < new_units
-    within = sum(kinds[p.kind].cost * u for p, u in chosen.items()) <= budget
-    covers = all(covered_copies(chosen).get(i, 0) >= n for i, n in placed.items())
-    return chosen if fewer and within and covers else taken
+
+    def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
+        within = sum(kinds[p.kind].cost * u for p, u in plan.items()) <= budget
+        covers = all(covered_copies(plan).get(i, 0) >= n for i, n in placed.items())
+        if not (within and covers):
+            return (float("inf"), 0.0)
+        new = sum(u for p, u in plan.items() if kinds[p.kind].new)
+        return (new, sum(kinds[p.kind].cost * u for p, u in plan.items()))
+
+    return min((taken, moved, chosen), key=rank)
 
 
 def _objective(master: Master, chosen: Mapping[Pattern, int], demand: Mapping[int, int]) -> float:

@@ -89,3 +89,6 @@ def test_identical_groups_merge_without_changing_the_plan():
     one = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 4},) * 2, count=2)
     two = [PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 4},) * 2)] * 2
     assert _plan([one]).launch_counts() == _plan(two).launch_counts() == {"m6i.2xlarge": 2}
+    # gangs of mixed bundles stay apart: a node holds a big bundle of one, a small of another
+    mixed = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 6}, {"CPU": 2}))
+    assert _plan([mixed, mixed]).launch_counts() == {"m6i.2xlarge": 2}

@@ -4,8 +4,10 @@ rejects a witness that over-packs a node, drops a bundle or splits a strict grou
 import copy
 import json
 import os
+import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from autoscaler.planner import (
     BundleDemand,
     Demand,
     ExistingNode,
+    Limits,
     NodeType,
     PlacementGroupDemand,
     PlanRequest,
@@ -100,6 +103,53 @@ def test_witness_names_existing_nodes_groups_devices_and_slice_hosts():
     assert problems == []
     (slice_,) = result.witness["nodes"]
     assert [len(host) for host in slice_["hosts"]] == [1, 1]
+
+
+SHAPES = (
+    {"CPU": 1},
+    {"CPU": 3, "memory": 8 * GIB},
+    {"GPU": 0.3},
+    {"GPU": 0.5, "CPU": 1},
+    {"GPU": 1, "CPU": 2},
+    {"GPU": 2},
+    {"TPU": 4},
+    {"TPU": 4, "TPU-v4-16-head": 1},
+    {"CPU": 64},
+)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_witness_verifies_under_limits_existing_nodes_and_every_strategy(seed):
+    rng = random.Random(seed)
+    types = (
+        replace(CPU8, max_workers=6),
+        NodeType("m6i.8xlarge", {"CPU": 32, "memory": 128 * GIB}, 1.536, min_workers=1),
+        T4X4,
+        V4_16,
+    )
+    bundles = [(rng.choice(SHAPES), rng.randint(1, 12)) for _ in range(rng.randint(0, 5))]
+    strategies = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+    groups = [
+        PlacementGroupDemand(
+            rng.choice(strategies),
+            tuple(rng.choice(SHAPES[:6]) for _ in range(rng.randint(2, 4))),
+            rng.randint(1, 3),
+        )
+        for _ in range(rng.randint(0, 3))
+    ]
+    existing = [
+        ExistingNode(
+            rng.choice(["m6i.2xlarge", "g4dn.12xlarge"]),
+            {"CPU": rng.randint(0, 8), "GPU": 1.4},
+            device_free={"GPU": (1.0, 0.4)},
+            pending=rng.random() < 0.5,
+            node_id=f"n{i}",
+        )
+        for i in range(rng.randint(0, 3))
+    ]
+    limits = Limits(rng.choice([None, None, 3, 8]), rng.choice([None, 1.0]))
+    request = replace(_request(types, bundles, groups, existing), limits=limits)
+    assert _checked(request)[2] == []
 
 
 def _cpu_plan():
