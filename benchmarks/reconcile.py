@@ -27,9 +27,9 @@ from autoscaler.reconciler import Reconciler
 from autoscaler.state import StateStore
 from autoscaler.teardown import teardown
 from providers.base import TAG_CLUSTER, TAG_NODE_KIND, TAG_NODE_TYPE
-from providers.gcp.fake_api import FakeServer
 from providers.gcp.provider import GcpNodeProvider
-from providers.gcp_compute.emulator import ComputeCloud
+from providers.local.gcp.compute import ComputeCloud
+from providers.local.gcp.rest import FakeServer
 
 AMI = "ami-1e749f67"
 PROJECT = "bench"

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from autoscaler.agent import package_version
 from autoscaler.boot_failures import CAUSES
-from autoscaler.bootstrap import agent_script
+from autoscaler.bootstrap import agent_script, node_package
 from autoscaler.lifecycle import (
     REQUESTED,
     TERMINATING,
@@ -225,10 +225,12 @@ class Actuator:
         agent; with ``ray_start``, joining Ray, or on the head starting Ray and the monitor)."""
         spec = self.context.config.spec.available_node_types[node_type]
         provider = self.context.config.spec.provider
-        package = provider.agent_package or (
-            f"accel-autoscaler{'[ray]' if spec.ray_start else ''}=={package_version()}"
-        )
         head = kind == NODE_KIND_HEAD
+        package = provider.agent_package or node_package(
+            package_version(),
+            head,
+            None if self.context.report else self.context.provider.cloud.name,
+        )
         script = agent_script(
             self.context.config.spec.cluster_name,
             provider.model_dump(),

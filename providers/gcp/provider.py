@@ -30,14 +30,14 @@ from providers.base import (
     ProviderNode,
 )
 from providers.gcp.cloud import GcpCloud
-from providers.gcp_tpu.slices import tpu_slice_type
+from providers.gcp.tpu.slices import tpu_slice_type
 
 if TYPE_CHECKING:
     from providers.gcp.account import GcpAccount
 
 _PLUGINS = {
-    "tpu": "providers.gcp_tpu.provider:GcpTpuNodeProvider",
-    "compute": "providers.gcp_compute.provider:GceNodeProvider",
+    "tpu": "providers.gcp.tpu.provider:GcpTpuNodeProvider",
+    "compute": "providers.gcp.compute.provider:GceNodeProvider",
 }
 """Plugin by kind (also the prefix of their operations' handles)."""
 

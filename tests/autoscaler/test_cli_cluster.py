@@ -15,8 +15,8 @@ from autoscaler.cli import cli
 from autoscaler.cluster import state_path
 from autoscaler.state import StateStore
 from providers.base import TAG_NODE_TYPE
-from providers.gcp_tpu import GcpTpuNodeProvider
-from providers.gcp_tpu.emulator import TpuEmulator
+from providers.gcp.tpu import GcpTpuNodeProvider
+from providers.local.gcp.tpu import TpuEmulator
 from tests.fakes.clusters import write_cluster
 
 
@@ -118,7 +118,7 @@ def test_request_rejects_bad_input_with_exit_2(cluster_yaml, args, message):
 def test_monitor_once_launches_nothing_after_up_failed_its_preflight(
     cluster_yaml, provider, monkeypatch
 ):
-    from providers.gcp_tpu.provider import GcpTpuNodeProvider
+    from providers.gcp.tpu.provider import GcpTpuNodeProvider
 
     monkeypatch.setattr(GcpTpuNodeProvider, "preflight", lambda self, configs: ["no API"])
     assert autoscale("up", cluster_yaml, "--yes").exit_code == 1
@@ -269,8 +269,8 @@ def test_config_errors_exit_2(tmp_path):
 
 @pytest.fixture
 def emulated_yaml(tmp_path):
-    from autoscaler.simulator import stop_simulator
-    from providers.emulator import stop_emulator
+    from providers.local.servers import stop_emulator
+    from providers.local.simulator import stop_simulator
 
     provider = {
         "type": "gcp",

@@ -11,9 +11,9 @@ from autoscaler.lifecycle import ALLOCATED, STOPPED, TERMINATING, WAITING_FOR_RE
 from autoscaler.reconciler import Reconciler
 from autoscaler.state import PENDING_INTENT, StateStore
 from autoscaler.status_view import build_status
-from providers.gcp.fake_api import FakeServer
 from providers.gcp.provider import GcpNodeProvider
-from providers.gcp_compute.emulator import ComputeCloud, Fault
+from providers.local.gcp.compute import ComputeCloud, Fault
+from providers.local.gcp.rest import FakeServer
 from tests.fakes.clock import Clock
 
 CLUSTER = "gce"

@@ -15,7 +15,7 @@ from autoscaler.reconciler import Reconciler
 from autoscaler.state import StateStore
 from autoscaler.status_view import build_status
 from providers.gcp.provider import GcpNodeProvider
-from providers.gcp_tpu.emulator import TpuCloud, TpuEmulator
+from providers.local.gcp.tpu import TpuCloud, TpuEmulator
 from tests.fakes.clock import Clock
 from tests.fakes.clusters import gcp_settings
 
