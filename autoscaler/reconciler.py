@@ -641,16 +641,12 @@ class Reconciler:
         )
         head = kind == NODE_KIND_HEAD
         script = agent_script(
-            self.config.spec.cluster_name,
-            provider.model_dump(),
+            self.config,
+            node_type,
+            head,
             self.provider.cloud.node_identity_script,
             package,
-            spec.bootstrap_before or (),
-            spec.bootstrap_after or (),
-            spec.ray_start,
-            node_type,
             self.ray.address if self.ray else self.config.spec.ray_address,
-            head_config=self.config.to_yaml() if head else None,
             report=self.report,
         )
         return self.provider.cloud.with_boot_script(self.config.launch_config(node_type), script)

@@ -15,6 +15,8 @@ import yaml
 from pydantic import ValidationError
 
 from autoscaler.config.errors import ConfigError, ConfigProblem, from_validation_error
+from autoscaler.config.file_mounts import check_mounts, head_mounts
+from autoscaler.config.node_setup import docker_warnings, node_setup, with_ray_start
 from autoscaler.config.node_types import build_node_type, launch_config
 from autoscaler.config.ray_layouts import with_node_types
 from autoscaler.config.schema import ClusterSpec
@@ -105,9 +107,34 @@ class ClusterConfig:
         """Dotted paths of the Ray keys present that we keep but do not act on."""
         return tuple(self.spec.ignored_keys())
 
+    def not_acted_on(self) -> tuple[str, ...]:
+        """One warning line per Ray key present that we do not act on, naming it and why."""
+        reasons = self.spec.NOT_ACTED_ON
+        lines = [
+            f"{key}: Ray key not acted on ({reasons.get(key.rsplit('.', 1)[-1], 'kept only')})"
+            for key in self.ignored_keys()
+        ]
+        lines += docker_warnings(self.spec)
+        mounts = list(self.spec.file_mounts or {})
+        for path in self.spec.cluster_synced_files or ():
+            if not any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts):
+                lines.append(
+                    f"cluster_synced_files: {path!r} not acted on (only paths under file_mounts "
+                    "reach the workers: add it to file_mounts)"
+                )
+        return tuple(lines)
+
     def to_yaml(self) -> str:
-        """The cluster YAML as given (keys set), e.g. for the head node's own monitor."""
+        """The cluster YAML as given (keys set)."""
         return yaml.safe_dump(self.spec.model_dump(mode="json", exclude_unset=True))
+
+    def head_yaml(self) -> str:
+        """The cluster YAML the head's own monitor runs with: each file mount read from its
+        remote path on the head, where the head's boot data put it (as Ray's launcher does)."""
+        data = self.spec.model_dump(mode="json", exclude_unset=True)
+        if data.get("file_mounts"):
+            data["file_mounts"] = head_mounts(data["file_mounts"])
+        return yaml.safe_dump(data)
 
 
 def load_cluster_config(path: str | Path) -> ClusterConfig:
@@ -131,6 +158,7 @@ def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
     kind = provider.get("type") if isinstance(provider, dict) else None
     if isinstance(kind, str) and kind in CLOUDS:
         data = with_node_types(data, cloud_for(kind), warnings)
+        data = with_ray_start(data, warnings)
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as err:
@@ -149,9 +177,26 @@ def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
             filled.append(built)
         except ConfigProblem as problem:
             problems.append(str(problem))
+    problems += _setup_problems(spec)
     if problems:
         raise ConfigError(source, problems)
     return ClusterConfig(spec, tuple(filled), tuple(warnings))
+
+
+def _setup_problems(spec: ClusterSpec) -> list[str]:
+    """What would stop a node's setup: a container without an image, a missing mount."""
+    problems = []
+    for name in spec.available_node_types:
+        for head in (True, False):
+            try:
+                node_setup(spec, name, head)
+            except ConfigProblem as problem:
+                problems.append(str(problem))
+    try:
+        check_mounts(spec.file_mounts or {})
+    except ConfigProblem as problem:
+        problems.append(str(problem))
+    return problems
 
 
 __all__ = ["ClusterConfig", "ConfigError", "load_cluster_config", "parse_cluster_config"]
