@@ -18,6 +18,7 @@ from providers.gcp_compute.machine import (
     attached,
     attached_gpu_name,
     machine_type_name,
+    merged_section,
 )
 from providers.gcp_tpu.slices import slice_field, tpu_slice_type
 
@@ -123,6 +124,10 @@ class GcpCloud(Cloud):
 
         return refresh_gcp(request)
 
+    def emulator_settings(self) -> dict[str, Any]:
+        # The local cloud's own project (Ray's examples leave project_id for the user).
+        return {"project_id": "local-project"}
+
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         """A VM's ``metadata`` is ``{items: [{key, value}]}``; a TPU node's is a map."""
         config = dict(node_config)
@@ -144,14 +149,8 @@ def market_of(node_config: Mapping[str, Any]) -> str:
     if node_config.get("market"):
         return str(node_config["market"])
 
-    def section(key: str) -> Mapping[str, Any]:
-        """The mapping at ``key``; Ray's examples also write it as a list of mappings."""
-        value = node_config.get(key)
-        if isinstance(value, list):
-            return {k: v for item in value if isinstance(item, Mapping) for k, v in item.items()}
-        return value if isinstance(value, Mapping) else {}
-
-    gce, tpu = section("scheduling"), section("schedulingConfig")
+    gce = merged_section(node_config.get("scheduling"))
+    tpu = merged_section(node_config.get("schedulingConfig"))
     spot = (
         gce.get("preemptible") is True
         or str(gce.get("provisioningModel", "")).upper() == "SPOT"

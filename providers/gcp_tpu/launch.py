@@ -25,6 +25,7 @@ from providers.base import (
 )
 from providers.errors import InvalidConfigError
 from providers.gcp.placement import OUR_KEYS
+from providers.gcp_compute.machine import merged_section
 from providers.gcp_tpu.slices import tpu_slice_type
 
 QUEUED_KEY = "queuedResource"
@@ -124,7 +125,7 @@ def launch_spec(node_config: Mapping[str, Any], labels: Mapping[str, str]) -> La
             )
         config["runtimeVersion"] = runtime
     queued = _queued_options(node_config.get(QUEUED_KEY))
-    scheduling = dict(config.get("schedulingConfig") or {})
+    scheduling = merged_section(config.get("schedulingConfig"))
     if market == SPOT and queued is None:
         scheduling["spot"] = True
     if scheduling:
