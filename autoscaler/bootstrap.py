@@ -96,6 +96,48 @@ place_in_container() {
 """ % {"prefix": LOG_PREFIX, "mounts": MOUNTS_DIR}
 
 
+def agent_package(config: ClusterConfig, node_type: str) -> str:
+    """What a node of ``node_type`` pip-installs to run the agent (the provider's
+    ``agent_package``, else this version, with Ray for ``ray_start``)."""
+    from autoscaler.agent import package_version
+
+    ray = config.spec.available_node_types[node_type].ray_start
+    return config.spec.provider.agent_package or (
+        f"accel-autoscaler{'[ray]' if ray else ''}=={package_version()}"
+    )
+
+
+def boot_data_problem(config: ClusterConfig) -> str | None:
+    """One line when a node type's boot data would pass its cloud's cap: the total, the cap,
+    what the file mounts take, and what to do instead (None when every node type fits)."""
+    cloud = config.cloud
+    report = ReportTarget("x" * 43, f"http://255.255.255.255:{REPORT_PORT}")
+    sizes = {
+        name: len(
+            agent_script(
+                config,
+                name,
+                name == config.head_node_type,
+                cloud.node_identity_script,
+                agent_package(config, name),
+                "255.255.255.255:65535",
+                report,
+            ).encode()
+        )
+        for name in config.spec.available_node_types
+    }
+    name, size = max(sizes.items(), key=lambda item: item[1])
+    if size <= cloud.boot_data_limit:
+        return None
+    mounts = len(pack(config.spec.file_mounts or {}))
+    return (
+        f"boot data of node type {name} is {size:,} bytes, over the {cloud.boot_data_limit:,}"
+        f"-byte cap of {cloud.boot_data_name} (file_mounts take {mounts:,} of them, "
+        "compressed): put large files in the image, or in object storage fetched by "
+        "setup_commands, and keep file_mounts for small ones"
+    )
+
+
 def install_step(package: str) -> list[str]:
     """The lines that install the agent on the node (``package``: a pip requirement)."""
     return [

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from accel.allocation import SHARE_UNITS
-from autoscaler.agent import package_version
 from autoscaler.boot_failures import (
     BOOT_LOG,
     BOOT_STATES,
@@ -46,7 +45,7 @@ from autoscaler.boot_failures import (
     read_console,
     record_failure,
 )
-from autoscaler.bootstrap import agent_script
+from autoscaler.bootstrap import agent_package, agent_script
 from autoscaler.config import ClusterConfig
 from autoscaler.demand import combine, parse_demand
 from autoscaler.lifecycle import (
@@ -634,18 +633,13 @@ class Reconciler:
     def node_config(self, node_type: str, kind: str = NODE_KIND_WORKER) -> dict[str, Any]:
         """The node type's node_config as launched: its market and the boot script (the
         agent; with ``ray_start``, joining Ray, or on the head starting Ray and the monitor)."""
-        spec = self.config.spec.available_node_types[node_type]
-        provider = self.config.spec.provider
-        package = provider.agent_package or (
-            f"accel-autoscaler{'[ray]' if spec.ray_start else ''}=={package_version()}"
-        )
         head = kind == NODE_KIND_HEAD
         script = agent_script(
             self.config,
             node_type,
             head,
             self.provider.cloud.node_identity_script,
-            package,
+            agent_package(self.config, node_type),
             self.ray.address if self.ray else self.config.spec.ray_address,
             report=self.report,
         )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from autoscaler.cli.output import print_json, print_table
-from autoscaler.cli.plan import InputError, format_resources
+from autoscaler.cli.plan import InputError, check_boot_data, format_resources
 
 if TYPE_CHECKING:
     from autoscaler.cluster import Cluster
@@ -101,7 +101,10 @@ def up(cluster_yaml: str, yes: bool, wait: bool, timeout: float) -> None:
     from autoscaler.monitor import all_reported, summarize, tick_until
     from autoscaler.status_view import build_status
 
+    check_boot_data(_config(cluster_yaml))
     with _cluster(cluster_yaml) as cluster:
+        for warning in cluster.config.warnings:
+            click.echo(f"warning: {warning}", err=True)
         with _progress() as step:
             step("preflight checks")
             problems = bring_up.preflight(cluster)

@@ -38,6 +38,7 @@ def plan(
     from autoscaler.planner.model import PlanRequest
 
     config, demand = _load(cluster_yaml, demand_source, bundles)
+    check_boot_data(config)
     result = plan_canonical(
         PlanRequest(
             node_types=config.node_types(),
@@ -69,6 +70,18 @@ def _load(
     except (ConfigError, DemandError) as err:
         raise InputError(str(err)) from None
     return config, combine(*parts)
+
+
+def check_boot_data(config: ClusterConfig) -> None:
+    """Say each Ray key not acted on (one warning line each, on stderr), and stop when a
+    node's boot data would pass its cloud's cap."""
+    from autoscaler.bootstrap import boot_data_problem
+
+    for line in config.not_acted_on():
+        click.echo(f"warning: {line}", err=True)
+    problem = boot_data_problem(config)
+    if problem:
+        raise InputError(problem)
 
 
 def plan_dict(result: Plan, config: ClusterConfig | None = None) -> dict[str, Any]:

@@ -26,6 +26,10 @@ from providers import CLOUDS, cloud_for
 from providers.base import Cloud
 
 
+INLINE_PUBLIC_KEY = "ssh_public_key_text"
+"""Ours, in the head's YAML: ``auth``'s public key itself (its file stays on the laptop)."""
+
+
 @dataclass(frozen=True)
 class ClusterConfig:
     """A validated cluster YAML with its node types filled."""
@@ -58,8 +62,27 @@ class ClusterConfig:
         return {**self.spec.provider.model_dump(exclude_none=True), "offerings": offerings}
 
     def launch_config(self, node_type: str) -> dict[str, Any]:
-        """The node_config a launch of ``node_type`` sends its plugin (market included)."""
-        return launch_config(self.spec.available_node_types[node_type])
+        """The node_config a launch of ``node_type`` sends its plugin (market included, and
+        ``auth``'s SSH key where the cloud takes it from us)."""
+        config = launch_config(self.spec.available_node_types[node_type])
+        user, key = (self.spec.auth or {}).get("ssh_user"), self.ssh_public_key()
+        return self.cloud.with_ssh_key(config, str(user), key) if user and key else config
+
+    def ssh_public_key(self) -> str | None:
+        """``auth``'s public key: ``ssh_public_key`` (a file), else the ``.pub`` beside
+        ``ssh_private_key`` (the head's own YAML carries the text)."""
+        auth = self.spec.auth or {}
+        if auth.get(INLINE_PUBLIC_KEY):
+            return str(auth[INLINE_PUBLIC_KEY])
+        paths = [auth.get("ssh_public_key")]
+        if auth.get("ssh_private_key"):
+            paths.append(f"{auth['ssh_private_key']}.pub")
+        for path in filter(None, paths):
+            try:
+                return Path(str(path)).expanduser().read_text().strip()
+            except OSError:
+                continue
+        return None
 
     @property
     def head_node_type(self) -> str | None:
@@ -115,6 +138,15 @@ class ClusterConfig:
             for key in self.ignored_keys()
         ]
         lines += docker_warnings(self.spec)
+        if self.spec.auth:
+            key = self.ssh_public_key()
+            for name in self.spec.available_node_types:
+                lines += self.cloud.auth_notes(name, self.launch_config(name), key)
+        if self.spec.provider.cache_stopped_nodes and not self.cloud.caches_stopped_nodes:
+            lines.append(
+                f"provider.cache_stopped_nodes: not supported on {self.cloud.name}: idle nodes "
+                "are deleted, not stopped"
+            )
         mounts = list(self.spec.file_mounts or {})
         for path in self.spec.cluster_synced_files or ():
             if not any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts):
@@ -134,6 +166,9 @@ class ClusterConfig:
         data = self.spec.model_dump(mode="json", exclude_unset=True)
         if data.get("file_mounts"):
             data["file_mounts"] = head_mounts(data["file_mounts"])
+        key = self.ssh_public_key()
+        if key:
+            data["auth"] = {**data.get("auth", {}), INLINE_PUBLIC_KEY: key}
         return yaml.safe_dump(data)
 
 

@@ -64,6 +64,8 @@ class GcpCloud(Cloud):
     node_identity_script = NODE_IDENTITY_SCRIPT
     emulator_module = "providers.gcp.emulator"
     ray_defaults = RAY_DEFAULTS
+    boot_data_limit = 256 * 1024  # one metadata value (startup-script) holds up to 256 KB
+    boot_data_name = "a Compute Engine / Cloud TPU metadata value (startup-script)"
 
     def catalog_offer(
         self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
@@ -128,16 +130,37 @@ class GcpCloud(Cloud):
         # The local cloud's own project (Ray's examples leave project_id for the user).
         return {"project_id": "local-project"}
 
+    def with_ssh_key(
+        self, node_config: Mapping[str, Any], ssh_user: str, public_key: str
+    ) -> dict[str, Any]:
+        """The ``ssh-keys`` metadata entry ``USER:KEY`` (the guest agent makes the user)."""
+        return self._with_metadata(node_config, "ssh-keys", f"{ssh_user}:{public_key.strip()}")
+
+    def auth_notes(
+        self, node_type: str, node_config: Mapping[str, Any], public_key: str | None
+    ) -> list[str]:
+        if public_key is not None:
+            return []
+        return [
+            f"auth: no ssh_public_key (nor a .pub beside ssh_private_key): node type "
+            f"{node_type} gets no ssh-keys metadata"
+        ]
+
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
+        return self._with_metadata(node_config, "startup-script", script)
+
+    def _with_metadata(
+        self, node_config: Mapping[str, Any], key: str, value: str
+    ) -> dict[str, Any]:
         """A VM's ``metadata`` is ``{items: [{key, value}]}``; a TPU node's is a map."""
         config = dict(node_config)
         metadata = dict(config.get("metadata") or {})
         if machine_type_name(node_config) is None:
-            metadata.setdefault("startup-script", script)
+            metadata.setdefault(key, value)
         else:
             items = list(metadata.get("items") or [])
-            if not any(item.get("key") == "startup-script" for item in items):
-                items.append({"key": "startup-script", "value": script})
+            if not any(item.get("key") == key for item in items):
+                items.append({"key": key, "value": value})
             metadata["items"] = items
         config["metadata"] = metadata
         return config

@@ -85,7 +85,12 @@ def test_a_head_runs_rays_steps_in_rays_order_in_its_container(tmp_path):
     run = shlex.split(next(c for c in boot.calls if c.startswith("docker run")))
     assert run[run.index("--name") + 1] == "ray_container"
     assert "--net=host" in run and "--gpus" in run and "--shm-size=1b" in run
-    assert "--ulimit" in run and run[-4:] == ["rayproject/ray:latest-gpu", "tail", "-f", "/dev/null"]
+    assert "--ulimit" in run and run[-4:] == [
+        "rayproject/ray:latest-gpu",
+        "tail",
+        "-f",
+        "/dev/null",
+    ]
     assert not any("--ray-start" in call for call in boot.calls)  # Ray's own commands start Ray
     ray = (tmp_path / "ray.log").read_text().splitlines()
     start = next(line for line in ray if line.startswith("ray start"))
@@ -169,7 +174,9 @@ def test_file_mounts_are_copied_into_the_container(tmp_path, monkeypatch):
     cfg = config(docker=DOCKER, file_mounts={str(target): "data.txt"})
     boot = run_boot(script(cfg, "head", True), tmp_path / "root")
     assert boot.status == 0, boot.output
-    assert any(c.startswith("docker cp") and c.endswith(f"ray_container:{target}") for c in boot.calls)
+    assert any(
+        c.startswith("docker cp") and c.endswith(f"ray_container:{target}") for c in boot.calls
+    )
     assert target.read_text() == "x"
 
 

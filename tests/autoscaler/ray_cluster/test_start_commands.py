@@ -37,7 +37,7 @@ def test_a_worker_keeps_its_address_and_gets_no_no_monitor():
 
 
 def test_flags_the_user_sets_are_not_added_and_their_resources_are_merged():
-    line = 'ray start --address=h:1 --num-gpus 2 --resources=\'{"Custom": 1}\''
+    line = "ray start --address=h:1 --num-gpus 2 --resources='{\"Custom\": 1}'"
     text, (start,) = rewrite_line(line, False, "W")
     assert start.omit == ("num-gpus",)
     assert start.resources == {"Custom": 1.0}
