@@ -30,7 +30,7 @@ import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from autoscaler.config.file_mounts import pack
+from autoscaler.config.file_mounts import pack, raw_size
 from autoscaler.config.node_setup import NodeSetup, node_setup
 from autoscaler.ray_cluster.start_commands import head_port, rewrite_line
 from autoscaler.report_channel import REPORT_PORT, ReportTarget
@@ -96,6 +96,14 @@ place_in_container() {
 """ % {"prefix": LOG_PREFIX, "mounts": MOUNTS_DIR}
 
 
+COMPRESSION_BOUND = 64
+"""File mounts whose raw size passes this many times the cap are refused without packing."""
+_INSTEAD = (
+    "put large files in the image, or in object storage fetched by setup_commands, and keep "
+    "file_mounts for small ones"
+)
+
+
 def agent_package(config: ClusterConfig, node_type: str) -> str:
     """What a node of ``node_type`` pip-installs to run the agent (the provider's
     ``agent_package``, else this version, with Ray for ``ray_start``)."""
@@ -111,6 +119,13 @@ def boot_data_problem(config: ClusterConfig) -> str | None:
     """One line when a node type's boot data would pass its cloud's cap: the total, the cap,
     what the file mounts take, and what to do instead (None when every node type fits)."""
     cloud = config.cloud
+    mounts = config.spec.file_mounts or {}
+    raw = raw_size(mounts, COMPRESSION_BOUND * cloud.boot_data_limit)
+    if raw > COMPRESSION_BOUND * cloud.boot_data_limit:
+        return (
+            f"file_mounts hold over {raw:,} bytes, far past the {cloud.boot_data_limit:,}-byte "
+            f"cap of {cloud.boot_data_name}: {_INSTEAD}"
+        )
     report = ReportTarget("x" * 43, f"http://255.255.255.255:{REPORT_PORT}")
     sizes = {
         name: len(
@@ -129,12 +144,11 @@ def boot_data_problem(config: ClusterConfig) -> str | None:
     name, size = max(sizes.items(), key=lambda item: item[1])
     if size <= cloud.boot_data_limit:
         return None
-    mounts = len(pack(config.spec.file_mounts or {}))
+    packed = len(pack(mounts))
     return (
         f"boot data of node type {name} is {size:,} bytes, over the {cloud.boot_data_limit:,}"
-        f"-byte cap of {cloud.boot_data_name} (file_mounts take {mounts:,} of them, "
-        "compressed): put large files in the image, or in object storage fetched by "
-        "setup_commands, and keep file_mounts for small ones"
+        f"-byte cap of {cloud.boot_data_name} (file_mounts take {packed:,} of them, "
+        f"compressed): {_INSTEAD}"
     )
 
 

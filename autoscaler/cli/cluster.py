@@ -101,7 +101,7 @@ def up(cluster_yaml: str, yes: bool, wait: bool, timeout: float) -> None:
     from autoscaler.monitor import all_reported, summarize, tick_until
     from autoscaler.status_view import build_status
 
-    check_boot_data(_config(cluster_yaml))
+    check_boot_data(_config(cluster_yaml), launching=True)
     with _cluster(cluster_yaml) as cluster:
         for warning in cluster.config.warnings:
             click.echo(f"warning: {warning}", err=True)

@@ -38,7 +38,7 @@ def plan(
     from autoscaler.planner.model import PlanRequest
 
     config, demand = _load(cluster_yaml, demand_source, bundles)
-    check_boot_data(config)
+    check_boot_data(config, quiet=as_json)
     result = plan_canonical(
         PlanRequest(
             node_types=config.node_types(),
@@ -72,12 +72,17 @@ def _load(
     return config, combine(*parts)
 
 
-def check_boot_data(config: ClusterConfig) -> None:
-    """Say each Ray key not acted on (one warning line each, on stderr), and stop when a
-    node's boot data would pass its cloud's cap."""
+def check_boot_data(config: ClusterConfig, launching: bool = False, quiet: bool = False) -> None:
+    """Say each Ray key not acted on (one warning line each, on stderr, unless ``quiet``:
+    ``--json`` has them), and stop when a node's boot data would pass its cloud's cap, or
+    (``launching``) lacks a file mount."""
     from autoscaler.bootstrap import boot_data_problem
+    from autoscaler.config.file_mounts import missing_mounts
 
-    for line in config.not_acted_on():
+    missing = missing_mounts(config.spec.file_mounts or {})
+    if missing and launching:
+        raise InputError("\n".join(missing))
+    for line in () if quiet else (*config.not_acted_on(), *missing):
         click.echo(f"warning: {line}", err=True)
     problem = boot_data_problem(config)
     if problem:
@@ -102,6 +107,7 @@ def plan_dict(result: Plan, config: ClusterConfig | None = None) -> dict[str, An
             "notes": list(result.notes),
             "warnings": list(config.warnings),
             "ignored_keys": list(config.ignored_keys()),
+            "not_acted_on": list(config.not_acted_on()),
         }
     return data
 
@@ -163,7 +169,7 @@ def _print_explain(result: Plan, config: ClusterConfig) -> None:
     sections = (
         ("Planner notes", result.notes),
         ("Config warnings", config.warnings),
-        ("Ray keys kept but not acted on", config.ignored_keys()),
+        ("Ray keys kept but not acted on", config.not_acted_on()),
     )
     for title, lines in sections:
         if lines:

@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from autoscaler.config.errors import ConfigError, ConfigProblem, from_validation_error
-from autoscaler.config.file_mounts import check_mounts, head_mounts
+from autoscaler.config.file_mounts import head_mounts
 from autoscaler.config.node_setup import docker_warnings, node_setup, with_ray_start
 from autoscaler.config.node_types import build_node_type, launch_config
 from autoscaler.config.ray_layouts import with_node_types
@@ -219,7 +219,7 @@ def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
 
 
 def _setup_problems(spec: ClusterSpec) -> list[str]:
-    """What would stop a node's setup: a container without an image, a missing mount."""
+    """What would stop a node's setup: a container without an image."""
     problems = []
     for name in spec.available_node_types:
         for head in (True, False):
@@ -227,10 +227,6 @@ def _setup_problems(spec: ClusterSpec) -> list[str]:
                 node_setup(spec, name, head)
             except ConfigProblem as problem:
                 problems.append(str(problem))
-    try:
-        check_mounts(spec.file_mounts or {})
-    except ConfigProblem as problem:
-        problems.append(str(problem))
     return problems
 
 

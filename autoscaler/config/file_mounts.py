@@ -13,30 +13,46 @@ import tarfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from autoscaler.config.errors import ConfigProblem
 
 
 def local_path(local: str) -> Path:
     return Path(local).expanduser()
 
 
-def check_mounts(mounts: Mapping[str, str]) -> None:
-    """Raise :class:`ConfigProblem` for a mount whose local path is missing."""
-    for remote, local in mounts.items():
-        if not local_path(str(local)).exists():
-            raise ConfigProblem(
-                f"file_mounts.{remote}", f"local path {local!r} does not exist (REMOTE: LOCAL)"
-            )
+def missing_mounts(mounts: Mapping[str, str]) -> list[str]:
+    """One line per mount whose local path is missing."""
+    return [
+        f"file_mounts.{remote}: local path {local!r} does not exist (REMOTE: LOCAL)"
+        for remote, local in mounts.items()
+        if not local_path(str(local)).exists()
+    ]
+
+
+def raw_size(mounts: Mapping[str, str], stop_at: int) -> int:
+    """Bytes of the mounts' files, counted up to just past ``stop_at`` (a folder as big as
+    a repository's virtualenv is not walked to its end)."""
+    total = 0
+    for local in mounts.values():
+        path = local_path(str(local))
+        files = [path] if path.is_file() else (p for p in path.rglob("*") if p.is_file())
+        for file in files:
+            total += file.stat().st_size
+            if total > stop_at:
+                return total
+    return total
 
 
 def pack(mounts: Mapping[str, str]) -> str:
-    """The mounts as base64 text of a gzip-compressed tar (empty for none)."""
+    """The mounts as base64 text of a gzip-compressed tar (empty for none); a missing local
+    path is left out (``missing_mounts`` says so before launching)."""
     if not mounts:
         return ""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=9) as archive:
         for index, local in enumerate(mounts.values()):
-            archive.add(str(local_path(str(local))), arcname=str(index), filter=_plain)
+            path = local_path(str(local))
+            if path.exists():
+                archive.add(str(path), arcname=str(index), filter=_plain)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 

@@ -9,9 +9,11 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import pytest
+import yaml
+from click.testing import CliRunner
 
 from autoscaler.bootstrap import agent_script
+from autoscaler.cli import cli
 from autoscaler.config import parse_cluster_config
 from autoscaler.report_channel import ReportTarget
 from providers import cloud_for
@@ -180,9 +182,17 @@ def test_file_mounts_are_copied_into_the_container(tmp_path, monkeypatch):
     assert target.read_text() == "x"
 
 
-def test_a_missing_local_mount_is_one_config_error(tmp_path):
-    with pytest.raises(ValueError, match=r"file_mounts\./remote: local path .* does not exist"):
-        config(file_mounts={"/remote": str(tmp_path / "nope")})
+def test_a_missing_local_mount_is_warned_at_plan_and_refused_at_up(tmp_path):
+    data = copy.deepcopy(RAY_YAML)
+    data["file_mounts"] = {"/remote": str(tmp_path / "nope")}
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data))
+    runner = CliRunner()
+    planned = runner.invoke(cli, ["plan", str(path)])
+    assert planned.exit_code == 0
+    assert "warning: file_mounts./remote: local path" in planned.stderr
+    up = runner.invoke(cli, ["up", str(path), "--yes"])
+    assert up.exit_code == 2 and "does not exist" in up.output
 
 
 def test_ray_start_true_without_commands_has_the_agent_start_ray(tmp_path):
