@@ -50,10 +50,11 @@ MOUNTS_DIR = f"{MONITOR_STATE}/file-mounts"
 LOG_PREFIX = "[accel-autoscaler boot]"
 
 _HELPERS = r"""
-log() { echo "%(prefix)s $*"; }
+log() { echo "LOG_PREFIX $*"; }
 ACCEL_CONTAINER=""
 ACCEL_SHELL=bash
-ACCEL_ENV=(RAY_HEAD_IP RAY_NODE_TYPE_NAME RAY_CLOUD_INSTANCE_ID RAY_OVERRIDE_LABELS RAY_enable_autoscaler_v2)
+ACCEL_ENV=(RAY_HEAD_IP RAY_NODE_TYPE_NAME RAY_CLOUD_INSTANCE_ID RAY_OVERRIDE_LABELS)
+ACCEL_ENV+=(RAY_enable_autoscaler_v2)
 # A user's command runs as Ray's launcher runs it: its own shell, the user's ~/.profile read.
 ACCEL_RUN='if [ -f ~/.profile ]; then . ~/.profile >/dev/null 2>&1 || true; fi; eval "$1"'
 # run_step NAME WHERE COMMAND: one boot step (WHERE: host, or node: the container if any),
@@ -62,12 +63,14 @@ run_step() {
   local name=$1 where=$2 command=$3 status=0 env=() var
   log "$name: $command"
   for var in "${ACCEL_ENV[@]}"; do
-    if [ -n "${!var+x}" ] && ! { [ "$var" = RAY_OVERRIDE_LABELS ] && [ -n "${ACCEL_OWN_LABELS:-}" ]; }; then
-      env+=(-e "$var")
+    if [ "$var" = RAY_OVERRIDE_LABELS ] && [ -n "${ACCEL_OWN_LABELS:-}" ]; then
+      continue  # the user's line sets its own --labels
     fi
+    if [ -n "${!var+x}" ]; then env+=(-e "$var"); fi
   done
   if [ "$where" = node ] && [ -n "$ACCEL_CONTAINER" ]; then
-    docker exec "${env[@]}" "$ACCEL_CONTAINER" "$ACCEL_SHELL" -c "$ACCEL_RUN" "$ACCEL_SHELL" "$command" </dev/null || status=$?
+    docker exec "${env[@]}" "$ACCEL_CONTAINER" \
+      "$ACCEL_SHELL" -c "$ACCEL_RUN" "$ACCEL_SHELL" "$command" </dev/null || status=$?
   elif [ -n "${ACCEL_OWN_LABELS:-}" ]; then
     env -u RAY_OVERRIDE_LABELS bash -c "$ACCEL_RUN" bash "$command" </dev/null || status=$?
   else
@@ -81,19 +84,19 @@ run_step() {
 }
 # place INDEX DEST: file mount INDEX at DEST on the host.
 place() {
-  local source="%(mounts)s/$1" dest=$2
+  local source="MOUNTS_DIR/$1" dest=$2
   mkdir -p "$(dirname "$dest")" && rm -rf "$dest" && cp -a "$source" "$dest"
 }
 # place_in_container INDEX DEST: file mount INDEX at DEST in the container (~: its home).
 place_in_container() {
-  local source="%(mounts)s/$1" dest=$2 home
+  local source="MOUNTS_DIR/$1" dest=$2 home
   home=$(docker exec "$ACCEL_CONTAINER" sh -c 'echo ~')
   case $dest in "~") dest=$home ;; "~/"*) dest="$home/${dest#"~/"}" ;; esac
   docker exec "$ACCEL_CONTAINER" mkdir -p "$(dirname "$dest")"
   docker exec "$ACCEL_CONTAINER" rm -rf "$dest"
   docker cp "$source" "$ACCEL_CONTAINER:$dest"
 }
-""" % {"prefix": LOG_PREFIX, "mounts": MOUNTS_DIR}
+""".replace("LOG_PREFIX", LOG_PREFIX).replace("MOUNTS_DIR", MOUNTS_DIR)
 
 
 COMPRESSION_BOUND = 64

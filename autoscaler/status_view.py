@@ -19,6 +19,7 @@ from autoscaler.lifecycle import ALLOCATED, timeout_s
 from autoscaler.offerings import UnavailableOfferings
 from autoscaler.planner import Plan
 from autoscaler.planner.items import is_accelerator_type
+from autoscaler.ray_cluster.endpoints import ray_endpoints
 from autoscaler.reconciler import NodeView, Reconciler
 from autoscaler.state import Event
 from providers.base import CLOUD_RUNNING, NODE_KIND_HEAD
@@ -78,6 +79,13 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
             prices.get(v.node_type) or 0.0 for v in views if v.node.state == CLOUD_RUNNING
         ),
     }
+    heads = [v for v in views if v.kind == NODE_KIND_HEAD]
+    status["ray"] = ray_endpoints(
+        cluster.config.spec,
+        [h.internal_ip for v in heads for h in v.node.hosts if h.internal_ip],
+        log,
+        bool(cluster.config.spec.provider.emulator),
+    )
     if events:
         status["events"] = [_event_dict(e) for e in log]
     return status

@@ -241,6 +241,8 @@ def monitor(
 
     with _cluster(cluster_yaml) as cluster:
         cluster.ray = _ray_cluster(ray_address or cluster.config.spec.ray_address)
+        if cluster.ray is not None:
+            _attach(cluster)
         endpoint = None
         if report_port is not None:
             endpoint, cluster.report = _report_endpoint(
@@ -267,6 +269,21 @@ def monitor(
                 server.shutdown()
             if endpoint is not None:
                 endpoint.stop()
+
+
+def _attach(cluster: Cluster) -> None:
+    """Say at start (and record for `status`) when the Ray head drops request_resources()."""
+    from autoscaler.ray_cluster.endpoints import ATTACH_EVENT, attach_warning
+    from autoscaler.state import Event
+
+    address = cluster.ray.address
+    warning = attach_warning(address, cluster.ray.autoscaler_v2())
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
+    data = {"address": address, "warning": warning}
+    cluster.store.add_event(
+        Event(time.time(), ATTACH_EVENT, f"attached to Ray at {address}", data=data)
+    )
 
 
 def _report_endpoint(cluster, port: int, address: str | None, secret_file: str | None):
@@ -320,6 +337,11 @@ def status(cluster_yaml: str, as_json: bool, events: bool) -> None:
         print_json(data)
         return
     _print_status(data)
+    ray = data.get("ray")
+    if ray:
+        click.echo(f"Ray: {ray['address']} (dashboard {ray['dashboard']})")
+        if ray.get("warning"):
+            click.echo(f"warning: {ray['warning']}")
     for event in data.get("events", []):
         click.echo(f"{_clock(event['at'])} {event['kind']}: {event['message']}")
 

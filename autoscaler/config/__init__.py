@@ -25,7 +25,6 @@ from autoscaler.planner.model import ExistingNode, Limits, NodeType
 from providers import CLOUDS, cloud_for
 from providers.base import Cloud
 
-
 INLINE_PUBLIC_KEY = "ssh_public_key_text"
 """Ours, in the head's YAML: ``auth``'s public key itself (its file stays on the laptop)."""
 

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 
-
 def local_path(local: str) -> Path:
     return Path(local).expanduser()
 

@@ -11,13 +11,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-
 STUBS = {
     "curl": 'case "$*" in *instance-id*) echo i-0abc ;; *token*) echo tok ;; *) echo x ;; esac',
     "python3": ":",
     "hostname": "echo 10.0.0.9",
     "systemctl": ":",
-    "ray": 'echo "ray $* v2=${RAY_enable_autoscaler_v2:-} head=${RAY_HEAD_IP:-}" >> "$STUB_RAY_LOG"',
+    "ray": 'echo "ray $* v2=${RAY_enable_autoscaler_v2:-} head=${RAY_HEAD_IP:-}" >>"$RAY_LOG"',
     "mark": ":",
     "autoscale": """case "$1 $2" in
   "node boot-env") echo "export ACCEL_DOCKER_FLAGS='${STUB_DOCKER_FLAGS:---gpus all --shm-size=1b}'"
@@ -70,7 +69,7 @@ def run_boot(script: str, root: Path, env: dict[str, str] | None = None) -> Boot
         env={
             "PATH": f"{bin_dir}:{os.environ['PATH']}",
             "HOME": str(root / "home"),
-            "STUB_RAY_LOG": str(root / "ray.log"),
+            "RAY_LOG": str(root / "ray.log"),
             **(env or {}),
         },
         cwd=root,

@@ -60,12 +60,16 @@ def test_ec2_console_output_of_an_owned_node_and_one_clear_error_for_others(tmp_
     ami = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
     node_config = {"InstanceType": "m5.large", "ImageId": ami}
     path = write(tmp_path, settings, {"cpu": {"node_config": node_config}})
-    (node_id,) = get_provider(settings, "logs").create_node(
-        node_config, {TAG_NODE_TYPE: "cpu"}, 1, "req-1"
-    ).node_ids
-    (stranger,) = get_provider(settings, "other").create_node(
-        node_config, {TAG_NODE_TYPE: "cpu"}, 1, "req-2"
-    ).node_ids
+    (node_id,) = (
+        get_provider(settings, "logs")
+        .create_node(node_config, {TAG_NODE_TYPE: "cpu"}, 1, "req-1")
+        .node_ids
+    )
+    (stranger,) = (
+        get_provider(settings, "other")
+        .create_node(node_config, {TAG_NODE_TYPE: "cpu"}, 1, "req-2")
+        .node_ids
+    )
 
     shown = logs(path, node_id, "--tail", "1")
     assert shown.exit_code == 0, shown.output

@@ -25,6 +25,7 @@ def test_folded_multi_line_commands_and_quoted_config_paths():
     # YAML's folded ``>-`` joins Ray's multi-line commands with spaces.
     line = "ulimit -n 65536; ray start --head --port=6390 --autoscaling-config '/a b.yaml'"
     text, (start,) = rewrite_line(line, True, "F")
+    assert start.port == 6390
     assert "--autoscaling-config" not in text and "a b.yaml" not in text
     assert text.endswith("--port=6390 --no-monitor ${F_0}")
     assert head_port([line]) == 6390 and head_port(["ray stop"]) == 6379
