@@ -1,0 +1,103 @@
+"""Ray's own cluster-launcher examples (``fixtures/ray``, only provider.emulator, region and
+image ids changed) plan, and come up and down in the local cloud with their node keys in
+each node's boot data."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from autoscaler.cli import cli
+from autoscaler.config import load_cluster_config
+
+RAY = Path(__file__).resolve().parent / "fixtures" / "ray"
+EXAMPLES = sorted(p.name for p in RAY.glob("*.yaml"))
+
+
+def autoscale(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOSCALE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_each_example_plans_and_says_what_it_does_not_act_on(name):
+    done = autoscale("plan", str(RAY / name))
+    assert done.exit_code == 0, done.output
+    config = load_cluster_config(RAY / name)
+    for line in config.not_acted_on():
+        assert f"warning: {line}" in done.stderr
+
+
+def test_rays_list_form_scheduling_and_legacy_layouts_fill_as_in_ray():
+    gcp = load_cluster_config(RAY / "gcp-example-full.yaml")
+    assert gcp.node_type("ray_worker_small").market == "spot"  # scheduling: [{preemptible}]
+    subnets = load_cluster_config(RAY / "aws-example-subnets.yaml")
+    worker = subnets.spec.available_node_types["ray.worker.default"].node_config
+    assert worker["InstanceType"] == "m5.large"  # Ray's default under the legacy node config
+    assert worker["SubnetIds"] == ["subnet-fffffff"]
+
+
+def _copy(tmp_path: Path, name: str, cluster: str) -> str:
+    data = yaml.safe_load((RAY / name).read_text())
+    data["cluster_name"] = cluster  # one local cloud per test
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def _user_data(cluster: str, node_id: str) -> str:
+    from providers import get_provider
+
+    config = load_cluster_config(Path(cluster))
+    provider = get_provider(config.provider_settings(), config.spec.cluster_name)
+    answer = provider.ec2.describe_instance_attribute(InstanceId=node_id, Attribute="userData")
+    return base64.b64decode(answer["UserData"]["Value"]).decode()
+
+
+@pytest.mark.timeout(240)
+def test_aws_example_full_comes_up_with_its_node_keys_and_down_ends(tmp_path):
+    path = _copy(tmp_path, "aws-example-full.yaml", "ray-aws-full")
+    try:
+        up = autoscale("up", path, "--yes")
+        assert up.exit_code == 0, up.output
+        assert "warning: rsync_exclude: Ray key not acted on" in up.stderr
+        status = json.loads(autoscale("status", path, "--json").stdout)
+        (head,) = [n for n in status["nodes"] if n["kind"] == "head"]
+        assert status["ray"]["address"] == "127.0.0.1:6379"
+        script = _user_data(path, head["id"])
+        assert "run_step 'docker pull' host 'docker pull rayproject/ray-ml:latest-gpu'" in script
+        assert "--ulimit nofile=65536:65536 rayproject/ray-ml:latest-gpu" in script
+        (start,) = [
+            line
+            for line in script.splitlines()
+            if line.startswith("run_step 'head_start_ray_commands[1]'")
+        ]
+        assert "--no-monitor" in start and "--autoscaling-config" not in start
+        assert "--object-manager-port=8076" in start
+    finally:
+        down = autoscale("down", path, "--yes")  # cache_stopped_nodes: stopped counts as done
+    assert down.exit_code == 0, down.output
+
+
+@pytest.mark.timeout(240)
+def test_gcp_example_full_comes_up_with_list_form_scheduling(tmp_path):
+    path = _copy(tmp_path, "gcp-example-full.yaml", "ray-gcp-full")
+    try:
+        up = autoscale("up", path, "--yes")
+        assert up.exit_code == 0, up.output
+        assert "warning: target_utilization_fraction: Ray key not acted on" in up.stderr
+        status = json.loads(autoscale("status", path, "--json").stdout)
+        assert [n["node_type"] for n in status["nodes"]] == ["ray_head_default"]
+    finally:
+        down = autoscale("down", path, "--yes")
+    assert down.exit_code == 0, down.output
