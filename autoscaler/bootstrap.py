@@ -109,10 +109,13 @@ _INSTEAD = (
 
 def agent_package(config: ClusterConfig, node_type: str) -> str:
     """What a node of ``node_type`` pip-installs to run the agent (the provider's
-    ``agent_package``, else this version, with Ray for ``ray_start``)."""
+    ``agent_package``, else this version, with Ray when the agent itself starts Ray: with Ray
+    start commands, Ray comes from the image or the setup commands, as in Ray's launcher)."""
     from autoscaler.agent import package_version
 
-    ray = config.spec.available_node_types[node_type].ray_start
+    spec = config.spec
+    own_starts = spec.head_start_ray_commands or spec.worker_start_ray_commands
+    ray = spec.available_node_types[node_type].ray_start and not own_starts
     return config.spec.provider.agent_package or (
         f"accel-autoscaler{'[ray]' if ray else ''}=={package_version()}"
     )
