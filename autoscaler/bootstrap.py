@@ -254,7 +254,11 @@ def _head_address(head: bool, ray_address: str | None, report: ReportTarget | No
     host = ray_address.rpartition(":")[0] if ray_address else None
     if host is None and report is not None and report.url:
         host = report.url.split("://", 1)[-1].rsplit(":", 1)[0]
-    lines = [f"export RAY_HEAD_IP={shlex.quote(host)}"] if host else []
+    lines = (
+        [f"export RAY_HEAD_IP={shlex.quote(host)}"]
+        if host
+        else ['log "the Ray head\'s address is not known here: RAY_HEAD_IP is not set"']
+    )
     if ray_address:
         lines.append(f"export RAY_ADDRESS={shlex.quote(ray_address)}")
     return lines
