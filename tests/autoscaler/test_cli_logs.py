@@ -1,12 +1,8 @@
-"""`autoscale logs`: a node's console on every cloud (moto's EC2, the fake Google servers, the
-local cloud's simulated host), owned nodes only."""
+"""`autoscale logs` on the fake Google servers and the local cloud's simulated host (EC2's
+console over moto: ``tests/providers/aws/test_logs.py``)."""
 
 from __future__ import annotations
 
-import socket
-import urllib.request
-
-import boto3
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -18,8 +14,6 @@ from providers.base import TAG_NODE_TYPE
 from providers.gcp.emulator import GcpEmulator
 from tests.fakes.clusters import gcp_settings
 
-MOTO_LAST_LINE = "Enabling fast FPU save and restore... done."
-
 
 @pytest.fixture(autouse=True)
 def state(tmp_path, monkeypatch):
@@ -29,6 +23,7 @@ def state(tmp_path, monkeypatch):
 
 
 def logs(*args: str):
+    """`autoscale logs ARGS...`."""
     return CliRunner().invoke(cli, ["logs", *args])
 
 
@@ -37,46 +32,6 @@ def write(tmp_path, provider: dict, types: dict, name: str = "logs") -> str:
     data = {"cluster_name": name, "provider": provider, "available_node_types": types}
     path.write_text(yaml.safe_dump(data))
     return str(path)
-
-
-@pytest.fixture(scope="module")
-def moto_url():
-    from moto.server import ThreadedMotoServer
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{port}"
-    urllib.request.urlopen(urllib.request.Request(f"{url}/moto-api/reset", method="POST"))
-    yield url
-    server.stop()
-
-
-def test_ec2_console_output_of_an_owned_node_and_one_clear_error_for_others(tmp_path, moto_url):
-    settings = {"type": "aws", "region": "us-east-1", "endpoint_url": moto_url}
-    ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=moto_url)
-    ami = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-    node_config = {"InstanceType": "m5.large", "ImageId": ami}
-    path = write(tmp_path, settings, {"cpu": {"node_config": node_config}})
-    (node_id,) = (
-        get_provider(settings, "logs")
-        .create_node(node_config, {TAG_NODE_TYPE: "cpu"}, 1, "req-1")
-        .node_ids
-    )
-    (stranger,) = (
-        get_provider(settings, "other")
-        .create_node(node_config, {TAG_NODE_TYPE: "cpu"}, 1, "req-2")
-        .node_ids
-    )
-
-    shown = logs(path, node_id, "--tail", "1")
-    assert shown.exit_code == 0, shown.output
-    assert shown.output == MOTO_LAST_LINE + "\n"
-    refused = logs(path, stranger)
-    assert refused.exit_code == 1
-    assert f"{stranger} is not a node of cluster logs (its nodes: {node_id})" in refused.output
 
 
 def test_compute_engine_serial_port_and_cloud_tpu_in_one_line(tmp_path):

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -64,14 +67,25 @@ def _user_data(cluster: str, node_id: str) -> str:
     return base64.b64decode(answer["UserData"]["Value"]).decode()
 
 
-@pytest.mark.timeout(240)
-def test_aws_example_full_comes_up_with_its_node_keys_and_down_ends(tmp_path):
-    path = _copy(tmp_path, "aws-example-full.yaml", "ray-aws-full")
+@contextmanager
+def brought_up(tmp_path: Path, name: str, cluster: str) -> Iterator[tuple[str, Any, dict]]:
+    """`up` of example ``name`` in the local cloud: (its YAML, up's result, `status --json`);
+    `down` after, which must end."""
+    path = _copy(tmp_path, name, cluster)
     try:
         up = autoscale("up", path, "--yes")
         assert up.exit_code == 0, up.output
+        yield path, up, json.loads(autoscale("status", path, "--json").stdout)
+    finally:
+        down = autoscale("down", path, "--yes")
+    assert down.exit_code == 0, down.output
+
+
+@pytest.mark.timeout(240)
+def test_aws_example_full_comes_up_with_its_node_keys_and_down_ends(tmp_path):
+    # cache_stopped_nodes: down counts a stopped node as done.
+    with brought_up(tmp_path, "aws-example-full.yaml", "ray-aws-full") as (path, up, status):
         assert "warning: rsync_exclude: Ray key not acted on" in up.stderr
-        status = json.loads(autoscale("status", path, "--json").stdout)
         (head,) = [n for n in status["nodes"] if n["kind"] == "head"]
         assert status["ray"]["address"] == "127.0.0.1:6379"
         script = _user_data(path, head["id"])
@@ -84,20 +98,10 @@ def test_aws_example_full_comes_up_with_its_node_keys_and_down_ends(tmp_path):
         ]
         assert "--no-monitor" in start and "--autoscaling-config" not in start
         assert "--object-manager-port=8076" in start
-    finally:
-        down = autoscale("down", path, "--yes")  # cache_stopped_nodes: stopped counts as done
-    assert down.exit_code == 0, down.output
 
 
 @pytest.mark.timeout(240)
 def test_gcp_example_full_comes_up_with_list_form_scheduling(tmp_path):
-    path = _copy(tmp_path, "gcp-example-full.yaml", "ray-gcp-full")
-    try:
-        up = autoscale("up", path, "--yes")
-        assert up.exit_code == 0, up.output
+    with brought_up(tmp_path, "gcp-example-full.yaml", "ray-gcp-full") as (_, up, status):
         assert "warning: target_utilization_fraction: Ray key not acted on" in up.stderr
-        status = json.loads(autoscale("status", path, "--json").stdout)
         assert [n["node_type"] for n in status["nodes"]] == ["ray_head_default"]
-    finally:
-        down = autoscale("down", path, "--yes")
-    assert down.exit_code == 0, down.output
