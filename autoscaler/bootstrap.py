@@ -161,7 +161,7 @@ def boot_data_problem(config: ClusterConfig) -> str | None:
 def install_step(package: str) -> list[str]:
     """The lines that install the agent on the node (``package``: a pip requirement)."""
     return [
-        f'log "installing the agent: {package}"',
+        f"log {shlex.quote(f'installing the agent: {package}')}",
         f"python3 -m pip install --quiet {shlex.quote(package)}",
     ]
 

@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from autoscaler.cli import cli
-from autoscaler.config import load_cluster_config
+from autoscaler.config import load_cluster_config, parse_cluster_config
 
 RAY = Path(__file__).resolve().parent / "fixtures" / "ray"
 EXAMPLES = sorted(p.name for p in RAY.glob("*.yaml"))
@@ -105,3 +105,18 @@ def test_gcp_example_full_comes_up_with_list_form_scheduling(tmp_path):
     with brought_up(tmp_path, "gcp-example-full.yaml", "ray-gcp-full") as (_, up, status):
         assert "warning: target_utilization_fraction: Ray key not acted on" in up.stderr
         assert [n["node_type"] for n in status["nodes"]] == ["ray_head_default"]
+
+
+def test_cache_stopped_nodes_where_the_cloud_cannot_is_said_in_one_line():
+    data = yaml.safe_load((RAY / "gcp-example-full.yaml").read_text())
+    data["provider"]["cache_stopped_nodes"] = True
+    lines = [
+        line
+        for line in parse_cluster_config(data).not_acted_on()
+        if line.startswith("provider.cache_stopped_nodes")
+    ]
+    assert lines == [
+        "provider.cache_stopped_nodes: not supported on gcp: idle nodes are deleted, not stopped"
+    ]
+    aws = load_cluster_config(RAY / "aws-example-full.yaml")
+    assert not any("cache_stopped_nodes" in line for line in aws.not_acted_on())
