@@ -25,6 +25,8 @@ runs in Ray's order, each step logged with its command and exit status (to the c
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import shlex
 from collections.abc import Sequence
@@ -290,11 +292,16 @@ def _file_mounts_on_host(setup: NodeSetup) -> list[str]:
         f'log "file_mounts: {len(setup.file_mounts)} path(s)"',
         f"rm -rf {MOUNTS_DIR} && mkdir -p {MOUNTS_DIR}",
         f"base64 -d <<'ACCEL_FILE_MOUNTS' | tar -xzf - -C {MOUNTS_DIR}",
-        *[archive[i : i + 76] for i in range(0, len(archive), 76)],
+        *_wrapped(archive),
         "ACCEL_FILE_MOUNTS",
     ]
     lines += [f"place {i} {_host_path(remote)}" for i, remote in enumerate(setup.file_mounts)]
     return lines
+
+
+def _wrapped(text: str, width: int = 76) -> list[str]:
+    """Base64 ``text`` in lines, as ``base64`` writes it."""
+    return [text[i : i + width] for i in range(0, len(text), width)]
 
 
 def _host_path(remote: str) -> str:
@@ -380,7 +387,8 @@ def _secret(secret: str) -> list[str]:
 def _head_monitor(
     cluster_yaml: str, ray_start: bool, report: ReportTarget | None, ray_port: int
 ) -> list[str]:
-    """Write the cluster YAML on the head and run the monitor there as a systemd service:
+    """Write the cluster YAML on the head (compressed in the boot data) and run the monitor
+    there as a systemd service:
     restarted on failure, resuming from the cloud's tags and its state file."""
     monitor = [f"{CONFIG_DIR}/cluster.yaml"]
     if report is not None:
@@ -406,8 +414,8 @@ def _head_monitor(
     return [
         'log "head: cluster YAML and the monitor service"',
         f"mkdir -p {CONFIG_DIR} {MONITOR_STATE} {MONITOR_LOG.rsplit('/', 1)[0]}",
-        f"cat > {CONFIG_DIR}/cluster.yaml <<'{HEREDOC}'",
-        cluster_yaml.rstrip(),
+        f"base64 -d <<'{HEREDOC}' | gunzip > {CONFIG_DIR}/cluster.yaml",
+        *_wrapped(base64.b64encode(gzip.compress(cluster_yaml.encode(), mtime=0)).decode()),
         HEREDOC,
         "HEAD_IP=$(hostname -I | awk '{print $1}')",
         "AUTOSCALE=$(command -v autoscale)",

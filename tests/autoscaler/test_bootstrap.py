@@ -226,7 +226,8 @@ def test_user_boot_scripts_are_kept():
 
 
 def test_the_head_runs_the_monitor_as_a_service_that_receives_reports(tmp_path):
-    boot = run_boot(script(config(), "head", True, report=ReportTarget("s3cret")), tmp_path)
+    cfg = config()
+    boot = run_boot(script(cfg, "head", True, report=ReportTarget("s3cret")), tmp_path)
     assert boot.status == 0, boot.output
     unit = (tmp_path / "etc/systemd/system/accel-autoscaler-monitor.service").read_text()
     (start,) = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
@@ -236,7 +237,8 @@ def test_the_head_runs_the_monitor_as_a_service_that_receives_reports(tmp_path):
     assert "systemctl enable --now accel-autoscaler-monitor.service" in boot.calls
     (agent,) = [c for c in boot.calls if c.startswith("autoscale node agent")]
     assert "--report-url http://127.0.0.1:8077" in agent
-    assert Path(tmp_path / "etc/accel-autoscaler/cluster.yaml").exists()
+    written = Path(tmp_path / "etc/accel-autoscaler/cluster.yaml").read_text()
+    assert written == cfg.head_yaml()  # carried compressed in the boot data
 
 
 def test_workers_report_to_the_head_or_else_into_their_tags():
