@@ -38,21 +38,6 @@ LAUNCHER_KEYS = (
     "file_mounts",
 )
 """Keys that say a YAML was written for Ray's cluster launcher."""
-DOCKER_KEYS = frozenset(
-    {
-        "image",
-        "head_image",
-        "worker_image",
-        "container_name",
-        "pull_before_run",
-        "run_options",
-        "head_run_options",
-        "worker_run_options",
-        "disable_shm_size_detection",
-        "disable_automatic_runtime_detection",
-    }
-)
-"""``docker`` keys acted on; Ray's others are warned about."""
 
 
 @dataclass(frozen=True)
@@ -100,11 +85,17 @@ def node_setup(spec: Any, node_type: str, head: bool) -> NodeSetup:
     start = spec.head_start_ray_commands if head else spec.worker_start_ray_commands
     return NodeSetup(
         initialization_commands=tuple(init or ()),
-        docker=_docker(node_type, {**(spec.docker or {}), **(own.docker or {})}, head),
+        docker=_docker(node_type, {**_set(spec.docker), **_set(own.docker)}, head),
         setup_commands=tuple(spec.setup_commands or ()) + tuple(role or ()),
         start_ray_commands=tuple(start or ()),
         file_mounts=dict(spec.file_mounts or {}),
     )
+
+
+def _set(docker: Any) -> dict[str, Any]:
+    """The keys a ``docker`` section sets (Ray's update merge: a node type's over the
+    cluster's)."""
+    return docker.model_dump(exclude_unset=True) if docker is not None else {}
 
 
 def _docker(node_type: str, docker: Mapping[str, Any], head: bool) -> DockerSetup | None:
@@ -123,7 +114,9 @@ def _docker(node_type: str, docker: Mapping[str, Any], head: bool) -> DockerSetu
     return DockerSetup(
         image=str(image),
         container_name=str(name),
-        pull_before_run=bool(docker.get("pull_before_run", docker.get("pull", True))),
+        pull_before_run=next(
+            (docker[k] for k in ("pull_before_run", "pull") if docker.get(k) is not None), True
+        ),
         run_options=tuple(str(option) for option in options),
         size_shm=not docker.get("disable_shm_size_detection")
         and not any("--shm-size" in str(option) for option in options),
@@ -167,8 +160,7 @@ def docker_warnings(spec: Any) -> list[str]:
     return [
         f"{path}.{key}: Ray key not acted on"
         for path, docker in sections
-        for key in sorted(docker or {})
-        if key not in DOCKER_KEYS
-        and key != "pull"
-        and (docker or {})[key] not in (None, False, "", [], {})
+        if docker is not None
+        for key, value in sorted((docker.model_extra or {}).items())
+        if value not in (None, False, "", [], {})
     ]

@@ -68,6 +68,26 @@ class ProviderConfig(BaseModel):
         return kind
 
 
+class DockerConfig(BaseModel):
+    """``docker`` (the cluster's, or a node type's over it): Ray's container keys, typed;
+    Ray's other keys are kept and warned about (``node_setup.docker_warnings``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    image: str | None = None
+    head_image: str | None = None
+    worker_image: str | None = None
+    container_name: str | None = None
+    pull_before_run: bool | None = None
+    pull: bool | None = None
+    """Ray's older name of ``pull_before_run``."""
+    run_options: list[str] | None = None
+    head_run_options: list[str] | None = None
+    worker_run_options: list[str] | None = None
+    disable_shm_size_detection: bool | None = None
+    disable_automatic_runtime_detection: bool | None = None
+
+
 class NodeTypeConfig(_Section):
     """One entry of ``available_node_types``."""
 
@@ -81,7 +101,7 @@ class NodeTypeConfig(_Section):
     labels: dict[str, str] = Field(default_factory=dict)
     worker_setup_commands: Commands | None = None
     initialization_commands: Commands | None = None
-    docker: dict[str, Any] | None = None
+    docker: DockerConfig | None = None
     # Ours.
     cost_per_hour: NonNegativeFloat | None = None
     idle_timeout_minutes: NonNegativeFloat | None = None
@@ -156,7 +176,7 @@ class ClusterSpec(_Section):
     cluster and which ``ray_start`` workers join (``monitor --ray-address`` and
     ``$RAY_ADDRESS`` win over it)."""
     auth: dict[str, Any] | None = None
-    docker: dict[str, Any] | None = None
+    docker: DockerConfig | None = None
     file_mounts: dict[str, str] | None = None
     file_mounts_sync_continuously: bool | None = None
     cluster_synced_files: list[str] | None = None

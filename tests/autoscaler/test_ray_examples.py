@@ -120,3 +120,13 @@ def test_cache_stopped_nodes_where_the_cloud_cannot_is_said_in_one_line():
     ]
     aws = load_cluster_config(RAY / "aws-example-full.yaml")
     assert not any("cache_stopped_nodes" in line for line in aws.not_acted_on())
+
+
+def test_docker_keys_we_do_not_act_on_are_warned_and_bad_ones_refused():
+    data = yaml.safe_load((RAY / "aws-example-full.yaml").read_text())
+    data["docker"]["use_podman"] = True
+    lines = parse_cluster_config(data).not_acted_on()
+    assert "docker.use_podman: Ray key not acted on" in lines
+    data["docker"]["run_options"] = 3
+    with pytest.raises(ValueError, match=r"docker\.run_options"):
+        parse_cluster_config(data)
