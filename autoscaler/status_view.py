@@ -84,7 +84,6 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
         cluster.config.spec,
         [h.internal_ip for v in heads for h in v.node.hosts if h.internal_ip],
         log,
-        bool(cluster.config.spec.provider.emulator),
     )
     if events:
         status["events"] = [_event_dict(e) for e in log]

@@ -42,11 +42,12 @@ def dashboard_port(start_commands: Sequence[str]) -> int:
 
 
 def ray_endpoints(
-    spec: Any, head_ips: Iterable[str], events: Iterable[Any], emulated: bool
+    spec: Any, head_ips: Iterable[str], events: Iterable[Any]
 ) -> dict[str, Any] | None:
     """``{address, dashboard, warning}`` of the cluster's Ray: the head ``monitor
     --ray-address`` attached to (its latest attach event), else this cluster's head node
-    when it runs Ray (``head_ips``: its addresses; in the local cloud, this machine)."""
+    when it runs Ray (``head_ips``: its private addresses, on this machine's loopback
+    network in the local cloud)."""
     attached = [e for e in events if e.kind == ATTACH_EVENT and e.data]
     if attached:
         data: Mapping[str, Any] = attached[-1].data
@@ -59,7 +60,7 @@ def ray_endpoints(
     head = spec.head_node_type
     if head is None or not spec.available_node_types[head].ray_start:
         return None
-    host = "127.0.0.1" if emulated else next(iter(head_ips), None)
+    host = next(iter(head_ips), None)
     if host is None:
         return None
     start = spec.head_start_ray_commands or ()

@@ -87,7 +87,11 @@ def test_aws_example_full_comes_up_with_its_node_keys_and_down_ends(tmp_path):
     with brought_up(tmp_path, "aws-example-full.yaml", "ray-aws-full") as (path, up, status):
         assert "warning: rsync_exclude: Ray key not acted on" in up.stderr
         (head,) = [n for n in status["nodes"] if n["kind"] == "head"]
-        assert status["ray"]["address"] == "127.0.0.1:6379"
+        assert status["ray"] == {
+            "address": f"{head['internal_ips'][0]}:6379",
+            "dashboard": f"http://{head['internal_ips'][0]}:8265",
+            "warning": None,
+        }
         script = _user_data(path, head["id"])
         assert "run_step 'docker pull' host 'docker pull rayproject/ray-ml:latest-gpu'" in script
         assert "--ulimit nofile=65536:65536 rayproject/ray-ml:latest-gpu" in script

@@ -33,14 +33,14 @@ def test_status_names_the_heads_ray_address_and_dashboard():
             "head_start_ray_commands": ["ray start --head --port=6380 --dashboard-port=8300"],
         }
     ).spec
-    assert ray_endpoints(spec, ["10.0.0.7"], [], emulated=False) == {
+    assert ray_endpoints(spec, ["10.0.0.7"], []) == {
         "address": "10.0.0.7:6380",
         "dashboard": "http://10.0.0.7:8300",
         "warning": None,
     }
-    assert ray_endpoints(spec, ["10.0.0.7"], [], emulated=True)["address"] == "127.0.0.1:6380"
+    assert ray_endpoints(spec, [], []) is None  # no head yet
     attached = SimpleNamespace(kind=ATTACH_EVENT, data={"address": "10.9.9.9:6379", "warning": "w"})
-    assert ray_endpoints(spec, [], [attached], emulated=False) == {
+    assert ray_endpoints(spec, [], [attached]) == {
         "address": "10.9.9.9:6379",
         "dashboard": "http://10.9.9.9:8265",
         "warning": "w",
