@@ -134,3 +134,15 @@ def test_docker_keys_we_do_not_act_on_are_warned_and_bad_ones_refused():
     data["docker"]["run_options"] = 3
     with pytest.raises(ValueError, match=r"docker\.run_options"):
         parse_cluster_config(data)
+
+
+@pytest.mark.timeout(240)
+def test_gcp_tpu_example_comes_up_with_rays_default_start_commands(tmp_path):
+    with brought_up(tmp_path, "gcp-tpu.yaml", "ray-gcp-tpu") as (path, up, status):
+        assert "no Ray start commands: Ray's defaults start Ray" in up.stderr
+        types = sorted(n["node_type"] for n in status["nodes"])
+        assert types == ["ray_head_default"] + ["ray_tpu"] * 7
+        config = load_cluster_config(Path(path))
+        assert config.spec.worker_start_ray_commands[-1].startswith(
+            "ray start --address=$RAY_HEAD_IP:6379"
+        )
