@@ -8,7 +8,8 @@ runs in Ray's order, each step logged with its command and exit status (to the c
 1. the node's id (the cloud's metadata service), ``bootstrap_before`` (ours);
 2. ``file_mounts``, unpacked from the boot data at their remote paths;
 3. ``initialization_commands`` on the host;
-4. the agent's install (:func:`install_step`);
+4. the agent's install (:func:`install_step`: the node side alone, see :func:`node_package`,
+   skipped where the node has this release; Ray too where the agent itself starts it);
 5. with ``docker``: ``docker pull`` (``pull_before_run``), then one long-running container
    with the user's run options, host networking, ``/dev/shm`` sized for Ray and the
    accelerators detection found passed through (``autoscaler.container``); the file mounts
@@ -28,8 +29,10 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 import shlex
 from collections.abc import Sequence
+from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from autoscaler.config.file_mounts import pack, raw_size
@@ -40,6 +43,10 @@ from autoscaler.report_channel import REPORT_PORT, ReportTarget
 if TYPE_CHECKING:
     from autoscaler.config import ClusterConfig
 
+DISTRIBUTION = "accel-autoscaler"
+CONTROL_EXTRA = "control"
+VERSION_LINE = "autoscale, version {version}"
+"""What ``autoscale --version`` prints."""
 CONFIG_DIR = "/etc/accel-autoscaler"
 SECRET_PATH = f"{CONFIG_DIR}/report-secret"
 HEREDOC = "ACCEL_AUTOSCALER_CLUSTER_YAML"
@@ -109,23 +116,11 @@ _INSTEAD = (
 )
 
 
-def agent_package(config: ClusterConfig, node_type: str) -> str:
-    """What a node of ``node_type`` pip-installs to run the agent (the provider's
-    ``agent_package``, else this version, with Ray when the agent itself starts Ray: with Ray
-    start commands, Ray comes from the image or the setup commands, as in Ray's launcher)."""
-    from autoscaler.agent import package_version
-
-    spec = config.spec
-    own_starts = spec.head_start_ray_commands or spec.worker_start_ray_commands
-    ray = spec.available_node_types[node_type].ray_start and not own_starts
-    return config.spec.provider.agent_package or (
-        f"accel-autoscaler{'[ray]' if ray else ''}=={package_version()}"
-    )
-
-
 def boot_data_problem(config: ClusterConfig) -> str | None:
     """One line when a node type's boot data would pass its cloud's cap: the total, the cap,
     what the file mounts take, and what to do instead (None when every node type fits)."""
+    from autoscaler.agent import package_version
+
     cloud = config.cloud
     mounts = config.spec.file_mounts or {}
     raw = raw_size(mounts, COMPRESSION_BOUND * cloud.boot_data_limit)
@@ -142,7 +137,7 @@ def boot_data_problem(config: ClusterConfig) -> str | None:
                 name,
                 name == config.head_node_type,
                 cloud.node_identity_script,
-                agent_package(config, name),
+                node_package(package_version(), name == config.head_node_type, None),
                 "255.255.255.255:65535",
                 report,
             ).encode()
@@ -160,12 +155,36 @@ def boot_data_problem(config: ClusterConfig) -> str | None:
     )
 
 
-def install_step(package: str) -> list[str]:
-    """The lines that install the agent on the node (``package``: a pip requirement)."""
-    return [
-        f"log {shlex.quote(f'installing the agent: {package}')}",
-        f"python3 -m pip install --quiet {shlex.quote(package)}",
-    ]
+def node_package(version: str, head: bool, reports_into: str | None) -> str:
+    """The pip requirement a node installs: the node side alone (detection, the agent, its
+    report channel, ``ray start`` wiring), plus the control plane on the head (it runs the
+    monitor), or the cloud's client (extra ``reports_into``) on a worker that reports into its
+    own tags instead of to the head."""
+    extras = [CONTROL_EXTRA] if head else [reports_into] if reports_into else []
+    return f"{DISTRIBUTION}{'[' + ','.join(extras) + ']' if extras else ''}=={version}"
+
+
+def install_step(package: str, ray: bool = False) -> list[str]:
+    """Install ``package`` unless ``autoscale --version`` already shows the version it pins
+    (an image built for this release: no install at all); with ``ray``, install Ray (the
+    control plane's version) when the node has no ``ray`` command."""
+    pip = f"python3 -m pip install --quiet {shlex.quote(package)}"
+    pinned = re.search(r"==\s*([\w.+!-]+)\s*$", package)
+    lines = [pip]
+    if pinned:
+        installed = shlex.quote(VERSION_LINE.format(version=pinned.group(1)))
+        lines = [f'[ "$(autoscale --version 2>/dev/null)" = {installed} ] || {pip}']
+    if ray:
+        lines.append(f"command -v ray >/dev/null || python3 -m pip install --quiet {_ray()}")
+    return lines
+
+
+def _ray() -> str:
+    """Ray at the control plane's version (a cluster's nodes must match), else the latest."""
+    try:
+        return shlex.quote(f"ray[default]=={metadata.version('ray')}")
+    except metadata.PackageNotFoundError:
+        return shlex.quote("ray[default]")
 
 
 def agent_script(
@@ -203,7 +222,8 @@ def agent_script(
         *(own.bootstrap_before or ()),
         *_file_mounts_on_host(setup),
         *_steps("initialization_commands", "host", setup.initialization_commands),
-        *install_step(package),
+        'log "installing the agent"',
+        *install_step(package, agent_starts_ray),
         *_boot_env(setup),
         *_container(setup),
         *_setup_steps(spec, setup, head),

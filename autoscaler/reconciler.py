@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from accel.allocation import SHARE_UNITS
+from autoscaler.agent import package_version
 from autoscaler.boot_failures import (
     BOOT_LOG,
     BOOT_STATES,
@@ -45,7 +46,7 @@ from autoscaler.boot_failures import (
     read_console,
     record_failure,
 )
-from autoscaler.bootstrap import agent_package, agent_script
+from autoscaler.bootstrap import agent_script, node_package
 from autoscaler.config import ClusterConfig
 from autoscaler.demand import combine, parse_demand
 from autoscaler.lifecycle import (
@@ -634,12 +635,15 @@ class Reconciler:
         """The node type's node_config as launched: its market and the boot script (the
         agent; with ``ray_start``, joining Ray, or on the head starting Ray and the monitor)."""
         head = kind == NODE_KIND_HEAD
+        package = self.config.spec.provider.agent_package or node_package(
+            package_version(), head, None if self.report else self.provider.cloud.name
+        )
         script = agent_script(
             self.config,
             node_type,
             head,
             self.provider.cloud.node_identity_script,
-            agent_package(self.config, node_type),
+            package,
             self.ray.address if self.ray else self.config.spec.ray_address,
             report=self.report,
         )

@@ -12,15 +12,15 @@ from instance_catalog.catalog import Offer
 from instance_catalog.gcp import accelerator_zones, zone_fact_regions, zones_from_api
 from providers.base import ON_DEMAND, SPOT, Cloud, NodeTypeOffering, split_zones
 from providers.catalog import catalog_entry
-from providers.gcp.placement import placement, region_of
-from providers.gcp_compute.machine import (
+from providers.gcp.compute.machine import (
     GPU_FIELD,
     attached,
     attached_gpu_name,
     machine_type_name,
     merged_section,
 )
-from providers.gcp_tpu.slices import slice_field, tpu_slice_type
+from providers.gcp.placement import placement, region_of
+from providers.gcp.tpu.slices import slice_field, tpu_slice_type
 
 if TYPE_CHECKING:
     from instance_catalog.live_refresh import RefreshReport, RefreshRequest
@@ -62,7 +62,6 @@ class GcpCloud(Cloud):
     instance_type_field = "machineType"
     tag_value_limit = 63
     node_identity_script = NODE_IDENTITY_SCRIPT
-    emulator_module = "providers.gcp.emulator"
     ray_defaults = RAY_DEFAULTS
     boot_data_limit = 256 * 1024  # one metadata value (startup-script) holds up to 256 KB
     boot_data_name = "a Compute Engine / Cloud TPU metadata value (startup-script)"
@@ -145,6 +144,10 @@ class GcpCloud(Cloud):
             f"auth: no ssh_public_key (nor a .pub beside ssh_private_key): node type "
             f"{node_type} gets no ssh-keys metadata"
         ]
+
+    def node_id_of(self, reported: str) -> str:
+        """An agent reports as ``zone/name``; the plugins' node id is the name."""
+        return reported.rpartition("/")[2]
 
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         return self._with_metadata(node_config, "startup-script", script)

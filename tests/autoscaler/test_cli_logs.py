@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from autoscaler.cli import cli
 from providers import get_provider
 from providers.base import TAG_NODE_TYPE
-from providers.gcp.emulator import GcpEmulator
+from providers.local.gcp.server import GcpEmulator
 from tests.fakes.clusters import gcp_settings
 
 
@@ -34,7 +34,7 @@ def write(tmp_path, provider: dict, types: dict, name: str = "logs") -> str:
 
 
 def test_compute_engine_serial_port_and_cloud_tpu_in_one_line(tmp_path):
-    from providers.gcp_compute.emulator import BOOT_LOG
+    from providers.local.gcp.compute import BOOT_LOG
 
     with GcpEmulator() as emulator:
         settings = gcp_settings(emulator.url)
@@ -55,7 +55,7 @@ def test_compute_engine_serial_port_and_cloud_tpu_in_one_line(tmp_path):
 
 
 def test_the_local_cloud_shows_what_its_ec2_keeps_for_the_node(tmp_path):
-    from providers.emulator import stop_emulator
+    from providers.local.servers import stop_emulator
 
     settings = {"type": "aws", "region": "us-east-1", "emulator": True}
     path = write(tmp_path, settings, {"cpu": {"node_config": {"InstanceType": "m5.large"}}}, "lc")

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from accel.simulated import SimulatedHost, build
+from providers.local.hosts import SimulatedHost, build
 
 GIB = 2**30
 

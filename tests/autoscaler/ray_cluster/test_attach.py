@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from autoscaler.cli import cli
 from autoscaler.config import parse_cluster_config
 from autoscaler.ray_cluster.endpoints import ATTACH_EVENT, attach_warning, ray_endpoints
-from providers.gcp_tpu.emulator import TpuEmulator
+from providers.local.gcp.tpu import TpuEmulator
 from tests.fakes.clusters import write_cluster
 
 
