@@ -19,6 +19,7 @@ from autoscaler.lifecycle import ALLOCATED, BOOTING, QUEUED, STOPPED, TERMINATIN
 from autoscaler.offerings import EVERY, UnavailableOfferings, utc
 from autoscaler.planner import Plan
 from autoscaler.ray_cluster.client import RayUnavailableError
+from autoscaler.ray_cluster.endpoints import ray_endpoints
 from autoscaler.reconciler import NodeView, Observation, Reconciler
 from autoscaler.state import Event
 from providers.base import CLOUD_RUNNING, NODE_KIND_HEAD
@@ -55,7 +56,6 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
         "nodes": nodes,
         **_demand_dict(fresh),
         "launching": _launching(observation),
-        **({"ray": _ray_dict(ray_address, observation, ray_error)} if ray_address else {}),
         "failures": [_failure_dict(e) for e in log if e.kind == "failed"][-RECENT_FAILURES:],
         "unavailable_offerings": [
             {
@@ -90,6 +90,15 @@ def build_status(cluster: Cluster, events: bool = False) -> dict[str, Any]:
             prices.get(v.node_type) or 0.0 for v in views if v.node.state == CLOUD_RUNNING
         ),
     }
+    heads = [v for v in views if v.kind == NODE_KIND_HEAD]
+    endpoints = ray_endpoints(
+        cluster.config.spec,
+        [h.internal_ip for v in heads for h in v.node.hosts if h.internal_ip],
+        log,
+    )
+    demand = _ray_dict(ray_address, observation, ray_error) if ray_address else {}
+    if endpoints or demand:
+        status["ray"] = {**(endpoints or {}), **demand}
     if events:
         status["events"] = [_event_dict(e) for e in log]
     return status

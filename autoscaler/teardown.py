@@ -1,5 +1,7 @@
-"""`down`: terminate what the cluster owns, wait until the cloud lists none of it, clear the
-local state, and stop an emulated cluster's local cloud and node simulator."""
+"""`down`: terminate what the cluster owns, wait until the cloud lists none of it (or, where
+``cache_stopped_nodes`` has the provider stop nodes instead, until they are stopped, as Ray's
+``ray down`` leaves them for the next ``up``), clear the local state, and stop an emulated
+cluster's local cloud and node simulator."""
 
 from __future__ import annotations
 
@@ -8,7 +10,13 @@ import time
 from collections.abc import Callable, Iterable
 
 from autoscaler.cluster import Cluster, ClusterError
-from providers.base import NODE_KIND_HEAD, TAG_NODE_KIND, NodeProvider, ProviderNode
+from providers.base import (
+    CLOUD_STOPPED,
+    NODE_KIND_HEAD,
+    TAG_NODE_KIND,
+    NodeProvider,
+    ProviderNode,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +79,8 @@ def _wait_gone(
 ) -> set[str]:
     wanted = set(targets)
     while True:
-        left = wanted & {n.id for n in provider.nodes()}
+        # A node the provider stops instead (``cache_stopped_nodes``) is done once stopped.
+        left = wanted & {n.id for n in provider.nodes() if n.state != CLOUD_STOPPED}
         remaining = deadline - monotonic()
         if not left or remaining <= 0:
             return left

@@ -61,7 +61,8 @@ def get_provider(provider_config: Mapping[str, Any], cluster_name: str) -> NodeP
             local = ensure_emulator(kind, cluster_name)
         config["endpoint_url"] = local
         for key, value in cloud.emulator_settings().items():
-            config.setdefault(key, value)
+            if config.get(key) is None:  # Ray's examples leave e.g. project_id: null
+                config[key] = value
     return _load(cloud.provider_class)(config, cluster_name)
 
 

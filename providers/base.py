@@ -225,6 +225,12 @@ class Cloud(ABC):
     ray_defaults: ClassVar[Mapping[str, Any]]
     """Ray's documented defaults for this cloud (``available_node_types`` and
     ``head_node_type``), for cluster YAMLs that name no node types."""
+    boot_data_limit: ClassVar[int]
+    """Bytes of boot script (user data, startup script) the cloud takes for one node."""
+    boot_data_name: ClassVar[str]
+    """What the cloud calls that boot data, for messages."""
+    caches_stopped_nodes: ClassVar[bool] = False
+    """Whether the plugin honours ``provider.cache_stopped_nodes`` (stop, then reuse)."""
 
     @abstractmethod
     def catalog_offer(
@@ -250,6 +256,19 @@ class Cloud(ABC):
     @abstractmethod
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         """``node_config`` running ``script`` at first boot, unless the user set their own."""
+
+    def with_ssh_key(
+        self, node_config: Mapping[str, Any], ssh_user: str, public_key: str
+    ) -> dict[str, Any]:
+        """``node_config`` letting ``ssh_user`` log in with ``public_key`` the way Ray's
+        launcher sets it up (unchanged where node_config names the key, as EC2's KeyName)."""
+        return dict(node_config)
+
+    def auth_notes(
+        self, node_type: str, node_config: Mapping[str, Any], public_key: str | None
+    ) -> list[str]:
+        """What ``auth`` cannot give ``node_type``'s nodes, one line each."""
+        return []
 
     def node_id_of(self, reported: str) -> str:
         """The provider's node id for ``reported``, the ``NODE_ID`` a node's identity script

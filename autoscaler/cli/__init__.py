@@ -43,6 +43,7 @@ class RootGroup(LazyGroup):
         "monitor": "autoscaler.cli.cluster:monitor",
         "status": "autoscaler.cli.cluster:status",
         "down": "autoscaler.cli.cluster:down",
+        "logs": "autoscaler.cli.logs:logs",
         "quickstart": "autoscaler.cli.quickstart:quickstart",
     },
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from autoscaler.cli.output import print_json, print_table
-from autoscaler.cli.plan import InputError, format_resources
+from autoscaler.cli.plan import InputError, check_boot_data, format_resources
 
 if TYPE_CHECKING:
     from autoscaler.cluster import Cluster
@@ -104,7 +104,10 @@ def up(cluster_yaml: str, yes: bool, wait: bool, timeout: float) -> None:
     from autoscaler.monitor import all_reported, summarize, tick_until
     from autoscaler.status_view import build_status
 
+    check_boot_data(_config(cluster_yaml), launching=True)
     with _cluster(cluster_yaml) as cluster:
+        for warning in cluster.config.warnings:
+            click.echo(f"warning: {warning}", err=True)
         with _progress() as step:
             step("preflight checks")
             problems = bring_up.preflight(cluster)
@@ -244,6 +247,8 @@ def monitor(
 
     with _cluster(cluster_yaml) as cluster:
         cluster.ray = _ray_cluster(ray_address or cluster.config.spec.ray_address)
+        if cluster.ray is not None:
+            _attach(cluster)
         endpoint = None
         if report_port is not None:
             endpoint, cluster.report = _report_endpoint(
@@ -272,6 +277,21 @@ def monitor(
                 server.shutdown()
             if endpoint is not None:
                 endpoint.stop()
+
+
+def _attach(cluster: Cluster) -> None:
+    """Say at start (and record for `status`) when the Ray head drops request_resources()."""
+    from autoscaler.ray_cluster.endpoints import ATTACH_EVENT, attach_warning
+    from autoscaler.state import Event
+
+    address = cluster.ray.address
+    warning = attach_warning(address, cluster.ray.autoscaler_v2())
+    if warning:
+        click.echo(f"warning: {warning}", err=True)
+    data = {"address": address, "warning": warning}
+    cluster.store.add_event(
+        Event(time.time(), ATTACH_EVENT, f"attached to Ray at {address}", data=data)
+    )
 
 
 def _report_endpoint(cluster, port: int, address: str | None, secret_file: str | None):
@@ -342,11 +362,19 @@ def status(cluster_yaml: str, as_json: bool, events: bool, ray_address: str | No
             unusable = err.message
         data = build_status(cluster, events=events)
         if unusable is not None:
-            data["ray"] = {"address": address, "error": unusable, "pending": []}
+            data["ray"] = {
+                **data.get("ray", {}),
+                **{"address": address, "error": unusable, "pending": []},
+            }
     if as_json:
         print_json(data)
         return
     _print_status(data)
+    ray = data.get("ray")
+    if ray and ray.get("dashboard"):
+        click.echo(f"Ray: {ray['address']} (dashboard {ray['dashboard']})")
+        if ray.get("warning"):
+            click.echo(f"warning: {ray['warning']}")
     for event in data.get("events", []):
         click.echo(f"{_clock(event['at'])} {event['kind']}: {event['message']}")
 
@@ -394,9 +422,9 @@ def _print_status(data: Mapping[str, Any]) -> None:
             ],
         )
     ray = data.get("ray")
-    if ray is not None and ray["error"]:
+    if ray is not None and ray.get("error"):
         click.echo(f"Ray at {ray['address']}: not readable ({ray['error']})")
-    elif ray is not None:
+    elif ray is not None and "pending" in ray:
         print_table(
             f"Ray's pending demand (Ray at {ray['address']})",
             ["shape", "count"],

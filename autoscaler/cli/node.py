@@ -271,6 +271,49 @@ def status(as_json: bool) -> None:
     )
 
 
+@node.command("boot-env")
+@click.option("--node-id", required=True, help="This node's id in the cloud.")
+@click.option("--host", type=click.IntRange(min=0), default=0, help="Worker index in a slice.")
+@click.option("--no-shm", is_flag=True, help="Leave /dev/shm as the user's options size it.")
+@click.option("--no-devices", is_flag=True, help="Pass no accelerators to the container.")
+def boot_env(node_id: str, host: int, no_shm: bool, no_devices: bool) -> None:
+    """Print, as shell ``export`` lines, what the boot script gives the node's container and
+    ``ray start`` from detection: docker flags (accelerators, /dev/shm), the Ray labels and
+    the instance id."""
+    from accel.probe import HostProbe
+    from autoscaler.container import device_flags, shm_flag
+    from autoscaler.ray_cluster.join import ray_labels
+    from autoscaler.ray_cluster.state import instance_key
+
+    probe = HostProbe.from_host()
+    inventory = _inventory()
+    flags = ([] if no_devices else device_flags(inventory, probe)) + (
+        [] if no_shm else [shm_flag(probe)]
+    )
+    values = {
+        "ACCEL_DOCKER_FLAGS": " ".join(flags),
+        "RAY_CLOUD_INSTANCE_ID": instance_key(node_id, host),
+        "RAY_OVERRIDE_LABELS": json.dumps(ray_labels(inventory), sort_keys=True),
+    }
+    for name, value in values.items():
+        click.echo(f"export {name}={shlex.quote(value)}")
+
+
+@node.command("ray-flags")
+@click.option("--omit", multiple=True, help="A flag the user's `ray start` sets (e.g. num-gpus).")
+@click.option("--resources", "resources_json", help="The user's own --resources, kept over ours.")
+def ray_flags(omit: tuple[str, ...], resources_json: str | None) -> None:
+    """Print the `ray start` flags detection found (resources, accelerator tokens), less
+    those the user's line sets, as words the shell expands safely."""
+    from autoscaler.ray_cluster.start_commands import boot_flags
+
+    try:
+        resources = parse_resources_json(resources_json, "--resources") if resources_json else None
+    except InvalidOverrideError as err:
+        raise click.UsageError(str(err)) from err
+    click.echo(" ".join(boot_flags(_inventory(), omit, resources)))
+
+
 @node.command()
 @click.option("--cluster", "cluster_name", required=True, help="The cluster this node is in.")
 @click.option("--provider-config", "provider_json", required=True, help="The provider section.")

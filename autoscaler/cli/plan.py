@@ -52,6 +52,7 @@ def plan(
     from autoscaler.planner.planner import plan as make_plan
 
     config, demand = _load(cluster_yaml, demand_source, bundles)
+    check_boot_data(config, quiet=as_json)
     node_types = config.node_types()
     demand, alias_notes = canonical_demand(demand, node_types)
     request = PlanRequest(
@@ -102,6 +103,23 @@ def _load(
     return config, combine(*parts)
 
 
+def check_boot_data(config: ClusterConfig, launching: bool = False, quiet: bool = False) -> None:
+    """Say each Ray key not acted on (one warning line each, on stderr, unless ``quiet``:
+    ``--json`` has them), and stop when a node's boot data would pass its cloud's cap, or
+    (``launching``) lacks a file mount."""
+    from autoscaler.bootstrap import boot_data_problem
+    from autoscaler.config.file_mounts import missing_mounts
+
+    missing = missing_mounts(config.spec.file_mounts or {})
+    if missing and launching:
+        raise InputError("\n".join(missing))
+    for line in () if quiet else (*config.not_acted_on(), *missing):
+        click.echo(f"warning: {line}", err=True)
+    problem = boot_data_problem(config)
+    if problem:
+        raise InputError(problem)
+
+
 def _check(request: PlanRequest, result: Plan) -> list[str]:
     """The witness checked against the request (deferred units count as launched)."""
     from autoscaler.planner.verify import verify
@@ -130,6 +148,7 @@ def plan_dict(result: Plan, config: ClusterConfig | None = None) -> dict[str, An
             "notes": list(result.notes),
             "warnings": list(config.warnings),
             "ignored_keys": list(config.ignored_keys()),
+            "not_acted_on": list(config.not_acted_on()),
         }
     return data
 
@@ -191,7 +210,7 @@ def _print_explain(result: Plan, config: ClusterConfig) -> None:
     sections = (
         ("Planner notes", result.notes),
         ("Config warnings", config.warnings),
-        ("Ray keys kept but not acted on", config.ignored_keys()),
+        ("Ray keys kept but not acted on", config.not_acted_on()),
     )
     for title, lines in sections:
         if lines:

@@ -15,6 +15,8 @@ import yaml
 from pydantic import ValidationError
 
 from autoscaler.config.errors import ConfigError, ConfigProblem, from_validation_error
+from autoscaler.config.file_mounts import head_mounts
+from autoscaler.config.node_setup import docker_warnings, node_setup, with_ray_start
 from autoscaler.config.node_types import build_node_type, launch_config
 from autoscaler.config.ray_layouts import with_node_types
 from autoscaler.config.schema import ClusterSpec
@@ -22,6 +24,9 @@ from autoscaler.config.yaml_input import YamlInputError, load_yaml
 from autoscaler.planner.model import ExistingNode, Limits, NodeType
 from providers import CLOUDS, cloud_for
 from providers.base import Cloud
+
+INLINE_PUBLIC_KEY = "ssh_public_key_text"
+"""Ours, in the head's YAML: ``auth``'s public key itself (its file stays on the laptop)."""
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,27 @@ class ClusterConfig:
         return {**self.spec.provider.model_dump(exclude_none=True), "offerings": offerings}
 
     def launch_config(self, node_type: str) -> dict[str, Any]:
-        """The node_config a launch of ``node_type`` sends its plugin (market included)."""
-        return launch_config(self.spec.available_node_types[node_type])
+        """The node_config a launch of ``node_type`` sends its plugin (market included, and
+        ``auth``'s SSH key where the cloud takes it from us)."""
+        config = launch_config(self.spec.available_node_types[node_type])
+        user, key = (self.spec.auth or {}).get("ssh_user"), self.ssh_public_key()
+        return self.cloud.with_ssh_key(config, str(user), key) if user and key else config
+
+    def ssh_public_key(self) -> str | None:
+        """``auth``'s public key: ``ssh_public_key`` (a file), else the ``.pub`` beside
+        ``ssh_private_key`` (the head's own YAML carries the text)."""
+        auth = self.spec.auth or {}
+        if auth.get(INLINE_PUBLIC_KEY):
+            return str(auth[INLINE_PUBLIC_KEY])
+        paths = [auth.get("ssh_public_key")]
+        if auth.get("ssh_private_key"):
+            paths.append(f"{auth['ssh_private_key']}.pub")
+        for path in filter(None, paths):
+            try:
+                return Path(str(path)).expanduser().read_text().strip()
+            except OSError:
+                continue
+        return None
 
     @property
     def head_node_type(self) -> str | None:
@@ -105,9 +129,46 @@ class ClusterConfig:
         """Dotted paths of the Ray keys present that we keep but do not act on."""
         return tuple(self.spec.ignored_keys())
 
+    def not_acted_on(self) -> tuple[str, ...]:
+        """One warning line per Ray key present that we do not act on, naming it and why."""
+        reasons = self.spec.NOT_ACTED_ON
+        lines = [
+            f"{key}: Ray key not acted on ({reasons.get(key.rsplit('.', 1)[-1], 'kept only')})"
+            for key in self.ignored_keys()
+        ]
+        lines += docker_warnings(self.spec)
+        if self.spec.auth:
+            key = self.ssh_public_key()
+            for name in self.spec.available_node_types:
+                lines += self.cloud.auth_notes(name, self.launch_config(name), key)
+        if self.spec.provider.cache_stopped_nodes and not self.cloud.caches_stopped_nodes:
+            lines.append(
+                f"provider.cache_stopped_nodes: not supported on {self.cloud.name}: idle nodes "
+                "are deleted, not stopped"
+            )
+        mounts = list(self.spec.file_mounts or {})
+        for path in self.spec.cluster_synced_files or ():
+            if not any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts):
+                lines.append(
+                    f"cluster_synced_files: {path!r} not acted on (only paths under file_mounts "
+                    "reach the workers: add it to file_mounts)"
+                )
+        return tuple(lines)
+
     def to_yaml(self) -> str:
-        """The cluster YAML as given (keys set), e.g. for the head node's own monitor."""
+        """The cluster YAML as given (keys set)."""
         return yaml.safe_dump(self.spec.model_dump(mode="json", exclude_unset=True))
+
+    def head_yaml(self) -> str:
+        """The cluster YAML the head's own monitor runs with: each file mount read from its
+        remote path on the head, where the head's boot data put it (as Ray's launcher does)."""
+        data = self.spec.model_dump(mode="json", exclude_unset=True)
+        if data.get("file_mounts"):
+            data["file_mounts"] = head_mounts(data["file_mounts"])
+        key = self.ssh_public_key()
+        if key:
+            data["auth"] = {**data.get("auth", {}), INLINE_PUBLIC_KEY: key}
+        return yaml.safe_dump(data)
 
 
 def load_cluster_config(path: str | Path) -> ClusterConfig:
@@ -131,6 +192,7 @@ def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
     kind = provider.get("type") if isinstance(provider, dict) else None
     if isinstance(kind, str) and kind in CLOUDS:
         data = with_node_types(data, cloud_for(kind), warnings)
+        data = with_ray_start(data, warnings)
     try:
         spec = ClusterSpec.model_validate(data)
     except ValidationError as err:
@@ -149,9 +211,22 @@ def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
             filled.append(built)
         except ConfigProblem as problem:
             problems.append(str(problem))
+    problems += _setup_problems(spec)
     if problems:
         raise ConfigError(source, problems)
     return ClusterConfig(spec, tuple(filled), tuple(warnings))
+
+
+def _setup_problems(spec: ClusterSpec) -> list[str]:
+    """What would stop a node's setup: a container without an image."""
+    problems = []
+    for name in spec.available_node_types:
+        for head in (True, False):
+            try:
+                node_setup(spec, name, head)
+            except ConfigProblem as problem:
+                problems.append(str(problem))
+    return problems
 
 
 __all__ = ["ClusterConfig", "ConfigError", "load_cluster_config", "parse_cluster_config"]

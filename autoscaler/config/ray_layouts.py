@@ -33,7 +33,9 @@ def with_node_types(data: Mapping[str, Any], cloud: Cloud, warnings: list[str]) 
     ):
         for name, key in ((head, "head_node"), (worker, "worker_nodes")):
             if isinstance(legacy.get(key), Mapping):
-                node_types[name] = {**node_types[name], "node_config": dict(legacy[key])}
+                # Ray's defaults under the legacy node config (an InstanceType included).
+                node_config = {**node_types[name].get("node_config", {}), **legacy[key]}
+                node_types[name] = {**node_types[name], "node_config": node_config}
                 node_types[name].pop("resources", None)  # the catalog fills the real ones
         if isinstance(legacy.get("min_workers"), int):
             node_types[worker]["min_workers"] = legacy["min_workers"]

@@ -33,7 +33,12 @@ class _Section(BaseModel):
     """Ray keys accepted and kept, not acted on."""
 
     def ray_only_keys(self) -> list[str]:
-        return [key for key in self.RAY_ONLY if key in self.model_fields_set]
+        """The Ray keys present with a value that asks for something (not empty or off)."""
+        return [
+            key
+            for key in self.RAY_ONLY
+            if key in self.model_fields_set and getattr(self, key) not in (None, False, [], {}, "")
+        ]
 
 
 class ProviderConfig(BaseModel):
@@ -63,10 +68,30 @@ class ProviderConfig(BaseModel):
         return kind
 
 
+class DockerConfig(BaseModel):
+    """``docker`` (the cluster's, or a node type's over it): Ray's container keys, typed;
+    Ray's other keys are kept and warned about (``node_setup.docker_warnings``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    image: str | None = None
+    head_image: str | None = None
+    worker_image: str | None = None
+    container_name: str | None = None
+    pull_before_run: bool | None = None
+    pull: bool | None = None
+    """Ray's older name of ``pull_before_run``."""
+    run_options: list[str] | None = None
+    head_run_options: list[str] | None = None
+    worker_run_options: list[str] | None = None
+    disable_shm_size_detection: bool | None = None
+    disable_automatic_runtime_detection: bool | None = None
+
+
 class NodeTypeConfig(_Section):
     """One entry of ``available_node_types``."""
 
-    RAY_ONLY = ("worker_setup_commands", "initialization_commands", "docker")
+    RAY_ONLY = ()
 
     node_config: dict[str, Any] = Field(default_factory=dict)
     resources: dict[str, NonNegativeFloat] | None = None
@@ -76,7 +101,7 @@ class NodeTypeConfig(_Section):
     labels: dict[str, str] = Field(default_factory=dict)
     worker_setup_commands: Commands | None = None
     initialization_commands: Commands | None = None
-    docker: dict[str, Any] | None = None
+    docker: DockerConfig | None = None
     # Ours.
     cost_per_hour: NonNegativeFloat | None = None
     idle_timeout_minutes: NonNegativeFloat | None = None
@@ -116,19 +141,9 @@ class ClusterSpec(_Section):
     """The whole cluster YAML."""
 
     RAY_ONLY = (
-        "auth",
-        "docker",
-        "file_mounts",
         "file_mounts_sync_continuously",
-        "cluster_synced_files",
         "rsync_exclude",
         "rsync_filter",
-        "initialization_commands",
-        "setup_commands",
-        "head_setup_commands",
-        "worker_setup_commands",
-        "head_start_ray_commands",
-        "worker_start_ray_commands",
         "metadata",
         "no_restart",
         # Deprecated in Ray.
@@ -137,9 +152,20 @@ class ClusterSpec(_Section):
         "autoscaling_mode",
         "target_utilization_fraction",
         "worker_default_node_type",
-        "head_node",
-        "worker_nodes",
     )
+    NOT_ACTED_ON: ClassVar[dict[str, str]] = {
+        "metadata": "Ray's launcher metadata",
+        "file_mounts_sync_continuously": "file_mounts reach each node once, at its boot",
+        "rsync_exclude": "file_mounts are packed whole into the boot data, no rsync",
+        "rsync_filter": "file_mounts are packed whole into the boot data, no rsync",
+        "no_restart": "nodes are set up once, at boot",
+        "min_workers": "Ray's legacy key: set min_workers per node type",
+        "initial_workers": "Ray's legacy key: set min_workers per node type",
+        "autoscaling_mode": "Ray's legacy key",
+        "target_utilization_fraction": "Ray's legacy key: use upscaling_speed",
+        "worker_default_node_type": "Ray's legacy key",
+    }
+    """Why each Ray key is not acted on, for its warning line."""
 
     cluster_name: str = "default"
     max_workers: NonNegativeInt = 2
@@ -159,7 +185,7 @@ class ClusterSpec(_Section):
     cluster and which ``ray_start`` workers join (``monitor --ray-address`` and
     ``$RAY_ADDRESS`` win over it)."""
     auth: dict[str, Any] | None = None
-    docker: dict[str, Any] | None = None
+    docker: DockerConfig | None = None
     file_mounts: dict[str, str] | None = None
     file_mounts_sync_continuously: bool | None = None
     cluster_synced_files: list[str] | None = None

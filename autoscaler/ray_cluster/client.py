@@ -84,6 +84,20 @@ class RayCluster:
             timeout_s=self.timeout_s,
         )
 
+    def autoscaler_v2(self) -> bool | None:
+        """Whether the head keeps autoscaler v2 state (``RAY_enable_autoscaler_v2``), which
+        ``request_resources()`` needs; None when Ray cannot say."""
+        try:
+            from ray.autoscaler.v2.utils import is_autoscaler_v2
+        except ImportError:
+            return None
+        try:
+            return bool(
+                self._call("read its autoscaler version", is_autoscaler_v2, True, self._gcs())
+            )
+        except RayUnavailableError:
+            return None
+
     def _gcs(self) -> Any:
         if self._client is None:
             host, _, port = self.address.rpartition(":")

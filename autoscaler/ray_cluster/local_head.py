@@ -17,7 +17,7 @@ START_TIMEOUT_S = 60.0
 class LocalRayHead:
     """``ray start --head`` on 127.0.0.1; ``address`` is its GCS."""
 
-    def __init__(self, log: Path, num_cpus: int = 1) -> None:
+    def __init__(self, log: Path, num_cpus: int = 1, autoscaler_v2: bool = True) -> None:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self._processes = RayProcesses()
@@ -35,7 +35,8 @@ class LocalRayHead:
         ]
         env = {
             **os.environ,
-            "RAY_enable_autoscaler_v2": "1",  # `ray status` shows what we report
+            # `ray status` shows what we report, and request_resources() reaches us.
+            "RAY_enable_autoscaler_v2": "1" if autoscaler_v2 else "0",
             "RAY_USAGE_STATS_ENABLED": "0",
         }
         self._processes.start("head", argv, env, log)

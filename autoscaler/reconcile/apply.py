@@ -223,26 +223,19 @@ class Actuator:
     def node_config(self, node_type: str, kind: str = NODE_KIND_WORKER) -> dict[str, Any]:
         """The node type's node_config as launched: its market and the boot script (the
         agent; with ``ray_start``, joining Ray, or on the head starting Ray and the monitor)."""
-        spec = self.context.config.spec.available_node_types[node_type]
-        provider = self.context.config.spec.provider
+        context = self.context
         head = kind == NODE_KIND_HEAD
-        package = provider.agent_package or node_package(
-            package_version(),
-            head,
-            None if self.context.report else self.context.provider.cloud.name,
+        package = context.config.spec.provider.agent_package or node_package(
+            package_version(), head, None if context.report else context.provider.cloud.name
         )
         script = agent_script(
-            self.context.config.spec.cluster_name,
-            provider.model_dump(),
-            self.context.provider.cloud.node_identity_script,
-            package,
-            spec.bootstrap_before or (),
-            spec.bootstrap_after or (),
-            spec.ray_start,
+            context.config,
             node_type,
-            self.context.ray.address if self.context.ray else self.context.config.spec.ray_address,
-            head_config=self.context.config.to_yaml() if head else None,
-            report=self.context.report,
+            head,
+            context.provider.cloud.node_identity_script,
+            package,
+            context.ray.address if context.ray else context.config.spec.ray_address,
+            report=context.report,
         )
         return self.context.provider.cloud.with_boot_script(
             self.context.config.launch_config(node_type), script

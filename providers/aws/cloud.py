@@ -48,6 +48,9 @@ class AwsCloud(Cloud):
     tag_value_limit = 256
     node_identity_script = NODE_IDENTITY_SCRIPT
     ray_defaults = RAY_DEFAULTS
+    boot_data_limit = 16 * 1024  # "User data is limited to 16 KB", before base64 encoding
+    boot_data_name = "EC2 user data"
+    caches_stopped_nodes = True
 
     def catalog_offer(
         self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
@@ -78,6 +81,16 @@ class AwsCloud(Cloud):
         config = dict(node_config)
         config.setdefault("UserData", script)
         return config
+
+    def auth_notes(
+        self, node_type: str, node_config: Mapping[str, Any], public_key: str | None
+    ) -> list[str]:
+        if node_config.get("KeyName"):
+            return []
+        return [
+            f"auth: node type {node_type} has no node_config.KeyName: its nodes get no EC2 key "
+            "pair to ssh in with (set KeyName, the key pair of auth.ssh_private_key)"
+        ]
 
     def refresh_catalog(self, request: RefreshRequest) -> RefreshReport:
         from instance_catalog.live_refresh import refresh_aws

@@ -290,11 +290,12 @@ class AwsNodeProvider(NodeProvider):
 
 
 def _decoded(output: str | None) -> str | None:
-    """EC2's base64 console output as text (None when it holds none yet)."""
+    """EC2's base64 console output as text (None when it holds none yet); an answer that is
+    not base64 (some EC2 stand-ins send the text itself) is taken as the text."""
     if not output:
         return None
     try:
-        raw = base64.b64decode(output, validate=False)
+        raw = base64.b64decode("".join(output.split()), validate=True)
     except (binascii.Error, ValueError):
         return output
     return raw.decode("utf-8", errors="replace")

@@ -17,6 +17,7 @@ from providers.gcp.compute.machine import (
     attached,
     attached_gpu_name,
     machine_type_name,
+    merged_section,
 )
 from providers.gcp.placement import placement, region_of
 from providers.gcp.tpu.slices import slice_field, tpu_slice_type
@@ -62,6 +63,8 @@ class GcpCloud(Cloud):
     tag_value_limit = 63
     node_identity_script = NODE_IDENTITY_SCRIPT
     ray_defaults = RAY_DEFAULTS
+    boot_data_limit = 256 * 1024  # one metadata value (startup-script) holds up to 256 KB
+    boot_data_name = "a Compute Engine / Cloud TPU metadata value (startup-script)"
 
     def catalog_offer(
         self, node_config: Mapping[str, Any], provider_config: Mapping[str, Any]
@@ -122,20 +125,45 @@ class GcpCloud(Cloud):
 
         return refresh_gcp(request)
 
+    def emulator_settings(self) -> dict[str, Any]:
+        # The local cloud's own project (Ray's examples leave project_id for the user).
+        return {"project_id": "local-project"}
+
+    def with_ssh_key(
+        self, node_config: Mapping[str, Any], ssh_user: str, public_key: str
+    ) -> dict[str, Any]:
+        """The ``ssh-keys`` metadata entry ``USER:KEY`` (the guest agent makes the user)."""
+        return self._with_metadata(node_config, "ssh-keys", f"{ssh_user}:{public_key.strip()}")
+
+    def auth_notes(
+        self, node_type: str, node_config: Mapping[str, Any], public_key: str | None
+    ) -> list[str]:
+        if public_key is not None:
+            return []
+        return [
+            f"auth: no ssh_public_key (nor a .pub beside ssh_private_key): node type "
+            f"{node_type} gets no ssh-keys metadata"
+        ]
+
     def node_id_of(self, reported: str) -> str:
         """An agent reports as ``zone/name``; the plugins' node id is the name."""
         return reported.rpartition("/")[2]
 
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
+        return self._with_metadata(node_config, "startup-script", script)
+
+    def _with_metadata(
+        self, node_config: Mapping[str, Any], key: str, value: str
+    ) -> dict[str, Any]:
         """A VM's ``metadata`` is ``{items: [{key, value}]}``; a TPU node's is a map."""
         config = dict(node_config)
         metadata = dict(config.get("metadata") or {})
         if machine_type_name(node_config) is None:
-            metadata.setdefault("startup-script", script)
+            metadata.setdefault(key, value)
         else:
             items = list(metadata.get("items") or [])
-            if not any(item.get("key") == "startup-script" for item in items):
-                items.append({"key": "startup-script", "value": script})
+            if not any(item.get("key") == key for item in items):
+                items.append({"key": key, "value": value})
             metadata["items"] = items
         config["metadata"] = metadata
         return config
@@ -147,14 +175,8 @@ def market_of(node_config: Mapping[str, Any]) -> str:
     if node_config.get("market"):
         return str(node_config["market"])
 
-    def section(key: str) -> Mapping[str, Any]:
-        """The mapping at ``key``; Ray's examples also write it as a list of mappings."""
-        value = node_config.get(key)
-        if isinstance(value, list):
-            return {k: v for item in value if isinstance(item, Mapping) for k, v in item.items()}
-        return value if isinstance(value, Mapping) else {}
-
-    gce, tpu = section("scheduling"), section("schedulingConfig")
+    gce = merged_section(node_config.get("scheduling"))
+    tpu = merged_section(node_config.get("schedulingConfig"))
     spot = (
         gce.get("preemptible") is True
         or str(gce.get("provisioningModel", "")).upper() == "SPOT"

@@ -102,11 +102,12 @@ def test_json_output_is_exactly_the_documented_shape():
 def test_explain_adds_notes_warnings_and_ignored_keys():
     result = CliRunner().invoke(cli, ["plan", AWS, "--json", "--explain"])
     explain = json.loads(result.output)["explain"]
-    assert "setup_commands" in explain["ignored_keys"]
+    assert "rsync_exclude" in explain["ignored_keys"]
+    assert explain["not_acted_on"][0].startswith("rsync_exclude: Ray key not acted on")
     assert isinstance(explain["notes"], list)
     result = CliRunner().invoke(cli, ["plan", AWS, "--explain", "--bundles", '[{"GPU": 16}]'])
     assert result.exit_code == 0, result.output
-    for text in ("setup_commands", "Infeasible", "gap", "accelerator_conservation: spare"):
+    for text in ("rsync_exclude", "Infeasible", "gap", "accelerator_conservation: spare"):
         assert text in result.output
 
 

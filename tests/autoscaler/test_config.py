@@ -30,7 +30,7 @@ def problems(data: dict) -> tuple[str, ...]:
     return raised.value.messages
 
 
-def test_ray_aws_yaml_loads_unchanged_and_lists_ignored_keys():
+def test_ray_aws_yaml_loads_unchanged_and_lists_the_keys_not_acted_on():
     config = load_cluster_config(FIXTURES / "aws-ray.yaml")
     assert config.head_node_type == "ray.head.default"
     assert [t.name for t in config.node_types()] == [
@@ -39,10 +39,9 @@ def test_ray_aws_yaml_loads_unchanged_and_lists_ignored_keys():
         "spot_gpu_workers",
     ]
     ignored = config.ignored_keys()
-    for key in ("setup_commands", "docker", "auth", "file_mounts", "head_start_ray_commands"):
-        assert key in ignored
-    assert "available_node_types.spot_gpu_workers.worker_setup_commands" in ignored
-    assert "provider" not in ignored and "max_workers" not in ignored
+    assert ignored == ("rsync_exclude", "rsync_filter")  # Ray's node keys act at boot
+    assert config.not_acted_on()[0].startswith("rsync_exclude: Ray key not acted on (")
+    assert all(t.ray_start for t in config.spec.available_node_types.values())
     assert config.spec.setup_commands == ['pip install -U "ray[default]"']
     assert config.spec.provider.model_extra["security_group"]["GroupName"]
     assert config.limits().max_workers == 10

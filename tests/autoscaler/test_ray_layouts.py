@@ -72,7 +72,10 @@ head_start_ray_commands: [ray stop]
     assert _plan(path, [{"GPU": 1}])["launch"] == {"ray.worker.default": 1}
 
 
-def test_docker_file_mounts_setup_and_launch_templates_load_and_plan(tmp_path):
+def test_docker_file_mounts_setup_and_launch_templates_load_and_plan(tmp_path, monkeypatch):
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "train.py").write_text("print(1)\n")
+    monkeypatch.chdir(tmp_path)
     path = _write(
         tmp_path,
         """
@@ -81,7 +84,7 @@ max_workers: 4
 docker: {image: "rayproject/ray-ml:latest-gpu", container_name: ray_container}
 provider: {type: aws, region: us-west-2, cache_stopped_nodes: true}
 auth: {ssh_user: ubuntu}
-file_mounts: {"/home/ubuntu/code": "."}
+file_mounts: {"/home/ubuntu/code": "code"}
 cluster_synced_files: []
 rsync_exclude: ["**/.git"]
 initialization_commands: []
@@ -110,7 +113,7 @@ head_node_type: ray.head.default
     )
     config = load_cluster_config(path)
     for key in ("docker", "file_mounts", "setup_commands", "head_start_ray_commands"):
-        assert key in config.ignored_keys()
+        assert key not in config.ignored_keys()  # acted on from the boot data
     assert _plan(path, [{"GPU": 1, "accelerator_type:L4": 0.001}])["launch"] == {
         "ray.worker.gpu": 1
     }

@@ -20,7 +20,7 @@ from providers.base import (
     ProviderNode,
 )
 from providers.errors import InvalidConfigError
-from providers.gcp.compute.machine import machine_type_name
+from providers.gcp.compute.machine import machine_type_name, merged_section
 from providers.gcp.placement import OUR_KEYS
 
 DEFAULT_IMAGE = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"
@@ -65,7 +65,7 @@ def instance_properties(
         ]
     config.setdefault("disks", [_boot_disk()])
     config.setdefault("networkInterfaces", [{"network": "global/networks/default"}])
-    scheduling = dict(config.get("scheduling") or {})
+    scheduling = merged_section(config.get("scheduling"))
     if node_config.get("market") == SPOT:
         scheduling["provisioningModel"] = "SPOT"
     elif node_config.get("market") == ON_DEMAND:

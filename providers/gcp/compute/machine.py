@@ -58,3 +58,11 @@ def attached(entry: InstanceType, guest: Any) -> Accelerator | None:
             field="guestAccelerators[0].acceleratorCount",
         )
     return replace(attachment.accelerator, count=count)
+
+
+def merged_section(value: Any) -> dict[str, Any]:
+    """A node_config mapping such as ``scheduling``, which Ray's examples also write as a
+    list of one-key mappings (``[{preemptible: true}]``), as one mapping."""
+    if isinstance(value, list):
+        return {k: v for item in value if isinstance(item, Mapping) for k, v in item.items()}
+    return dict(value) if isinstance(value, Mapping) else {}

@@ -23,6 +23,7 @@ from providers.base import (
     ProviderNode,
 )
 from providers.errors import InvalidConfigError
+from providers.gcp.compute.machine import merged_section
 from providers.gcp.placement import OUR_KEYS
 from providers.gcp.tpu.slices import tpu_slice_type
 
@@ -138,7 +139,7 @@ def launch_spec(node_config: Mapping[str, Any], labels: Mapping[str, str]) -> La
             )
         config["runtimeVersion"] = runtime
     queued = _queued_options(node_config.get(QUEUED_KEY))
-    scheduling = dict(config.get("schedulingConfig") or {})
+    scheduling = merged_section(config.get("schedulingConfig"))
     if market == SPOT and queued is None:
         scheduling["spot"] = True
     if scheduling:

@@ -3,6 +3,9 @@ cluster YAML, and workers that join the attached Ray cluster as their node type.
 
 from __future__ import annotations
 
+import base64
+import gzip
+
 import pytest
 import yaml
 
@@ -34,8 +37,9 @@ def _script(node_config: dict) -> str:
 
 def test_the_head_starts_ray_and_the_monitor_with_a_cluster_yaml_that_loads(cluster):
     script = _script(cluster.reconciler().node_config("head", NODE_KIND_HEAD))
-    body = script.split("<<'ACCEL_AUTOSCALER_CLUSTER_YAML'\n", 1)[1]
-    written = yaml.safe_load(body.split("\nACCEL_AUTOSCALER_CLUSTER_YAML\n", 1)[0])
+    body = script.split("<<'ACCEL_AUTOSCALER_CLUSTER_YAML' | gunzip", 1)[1].split("\n", 1)[1]
+    packed = body.split("\nACCEL_AUTOSCALER_CLUSTER_YAML\n", 1)[0].replace("\n", "")
+    written = yaml.safe_load(gzip.decompress(base64.b64decode(packed)))
     assert parse_cluster_config(written).spec == cluster.config.spec
     assert "export RAY_NODE_TYPE_NAME=head" in script and "RAY_ADDRESS" not in script
     assert "pip install --quiet 'accel-autoscaler[control]==" in script  # it runs the monitor
