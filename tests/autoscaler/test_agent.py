@@ -118,8 +118,7 @@ def test_simulated_slice_reports_every_host_and_becomes_running(env):
     reconciler.store.set_demand({"bundles": [{"TPU": 4, "TPU-v4-16-head": 1}, {"TPU": 4}]}, 0)
     assert reconciler.tick().launched == {"tpu_v4_16": 1}
     simulator = NodeSimulator(config, provider, boot_delay_s=0, clock=clock)
-    simulator.step()
-    reports = _reports(provider, hosts=2)
+    reports = _reports(provider, simulator, hosts=2)
     assert [r.resources["TPU"] for r in reports] == [4, 4]
     assert "TPU-v4-16-head" in reports[0].resources
     assert "TPU-v4-16-head" not in reports[1].resources
@@ -136,8 +135,7 @@ def test_slice_whose_second_host_never_reports_is_replaced(env):
     reconciler.tick()
     (node,) = provider.nodes()
     simulator = NodeSimulator(config, provider, boot_delay_s=0, clock=clock)
-    simulator.step()
-    _reports(provider, hosts=2)
+    _reports(provider, simulator, hosts=2)
     simulator.stop_all()
     provider.set_tags([node.id], {key: "" for key in encode_keys(host=1)})  # host 1 is silent
     (view,) = reconciler.sync().views
@@ -148,11 +146,12 @@ def test_slice_whose_second_host_never_reports_is_replaced(env):
     assert result.launched == {"tpu_v4_16": 1}
 
 
-def _reports(provider, hosts: int, timeout_s: float = 60.0) -> list:
+def _reports(provider, simulator, hosts: int, timeout_s: float = 90.0) -> list:
     """Every host's report, once the simulated hosts' agents (started by their boot
     scripts, in their own processes) have written them into the node's labels."""
     deadline = time.monotonic() + timeout_s
     while True:
+        simulator.step()
         (node,) = provider.nodes()
         reports = [decode(node.tags, host) for host in range(hosts)]
         if all(reports) or time.monotonic() > deadline:
@@ -172,8 +171,7 @@ def test_node_run_on_a_simulated_host_gets_device_ids(env):
     reconciler = Reconciler(config, provider, StateStore(base / "state.db"), clock)
     reconciler.store.set_demand({"bundles": [{"TPU": 4}]}, 0)
     reconciler.tick()
-    NodeSimulator(config, provider, boot_delay_s=0, clock=clock).step()
-    _reports(provider, hosts=2)
+    _reports(provider, NodeSimulator(config, provider, boot_delay_s=0, clock=clock), hosts=2)
     (node,) = provider.nodes()
     done = subprocess.run(
         [
