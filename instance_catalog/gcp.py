@@ -202,7 +202,10 @@ def _with_gpus(machine: Price, gpu: Price | None, count: int) -> Price:
     if gpu is None:
         return Price(None, None)
     return replace(
-        machine, on_demand=add(machine.on_demand, gpu.on_demand), spot=add(machine.spot, gpu.spot)
+        machine,
+        on_demand=add(machine.on_demand, gpu.on_demand),
+        spot=add(machine.spot, gpu.spot),
+        note="; ".join(note for note in (machine.note, gpu.note) if note) or None,
     )
 
 
@@ -240,6 +243,11 @@ def _cpu_shapes() -> dict[str, tuple[int, float]]:
             shapes[f"{family}-{vcpus}"] = (vcpus, memory)
     for name, (vcpus, memory) in data.get("extra_machine_types", {}).items():
         shapes[name] = (vcpus, memory)
+    gpu_hosts = data["gpu_machine_types"]
+    for name, facts in _snapshot().get("machine_types", {}).items():
+        # Families the page-derived table lacks (N4, T2D, C2D, M1...): Google's own answer.
+        if name not in shapes and name not in gpu_hosts and not facts.get("accelerators"):
+            shapes[name] = (int(facts["guestCpus"]), facts["memoryMb"] / 1024)
     return shapes
 
 

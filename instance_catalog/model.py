@@ -63,12 +63,18 @@ class GpuAttachment:
 
 @dataclass(frozen=True)
 class Price:
-    """Hourly USD prices in one region, and the day they were taken from the cloud."""
+    """Hourly USD prices in one region, each with its source and the day it is from."""
 
     on_demand: float | None
     spot: float | None = None
     as_of: str | None = None
-    """``YYYY-MM-DD``."""
+    """``YYYY-MM-DD`` the on-demand price is from; None where the source does not say."""
+    source: str | None = None
+    """Where the on-demand price comes from."""
+    spot_as_of: str | None = None
+    spot_source: str | None = None
+    note: str | None = None
+    """Why a price here is not the recorded one (a flagged anomaly), if it is not."""
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ def test_json_output_is_exactly_the_documented_shape():
     assert set(infeasible) == {"resources", "count", "reason"}
     assert infeasible["resources"] == {"GPU": 16.0}
     assert "closest is gpu_workers" in infeasible["reason"]
-    assert output["cost_per_hour"] == pytest.approx(2 * 32.7726)
+    assert output["cost_per_hour"] == pytest.approx(2 * 21.957642)  # Price List, us-east-1
     assert output["lower_bound_per_hour"] <= output["cost_per_hour"]
     assert output["node_count"] == 2
     assert 1 <= output["node_lower_bound"] <= output["node_count"]
