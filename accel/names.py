@@ -28,7 +28,8 @@ class AcceleratorType:
     generic: str | None = None
     """The parent type this one is a variant of (``A100`` for ``A100-80G``)."""
     memory_gib: float | None = None
-    """Device memory that distinguishes this variant from its siblings."""
+    """Device memory that distinguishes this variant from its siblings; on a type sold in
+    partitions (L4, L40S), the whole device's, which a partition's share is measured by."""
     patterns: tuple[str, ...] = ()
     """Regexes matched against a normalised vendor model string (upper case, words split)."""
     aliases: tuple[str, ...] = ()
@@ -86,9 +87,9 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         r"\bA100\b.*\b80GB\b",
         aliases=("A100-80GB", "A100-SXM4-80GB", "A100-PCIE-80GB"),
     ),
-    _t("L4", "nvidia", r"\bL4\b"),
+    _t("L4", "nvidia", r"\bL4\b", memory_gib=24),
     _t("L40", "nvidia", r"\bL40\b"),
-    _t("L40S", "nvidia", r"\bL40S\b"),
+    _t("L40S", "nvidia", r"\bL40S\b", memory_gib=48),
     _t("H100", "nvidia", r"\bH100\b"),
     _v(
         "H100-80G",
