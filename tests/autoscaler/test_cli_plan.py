@@ -109,9 +109,10 @@ def test_explain_adds_notes_warnings_and_ignored_keys():
         assert text in result.output
 
 
-def test_explain_notes_an_alias_planned_as_its_canonical_name():
+def test_explain_names_the_token_to_request_for_an_alias_no_node_advertises():
     bundles = '[{"GPU": 8, "accelerator_type:a100-80gb": 0.001}]'
     result = CliRunner().invoke(cli, ["plan", AWS, "--bundles", bundles, "--explain"])
     assert result.exit_code == 0, result.output
-    assert "accelerator_type:A100-80G: 0.001" in result.output
+    assert "Nothing to launch." in result.output  # Ray would never place it on an A100-80G
     assert "accelerator_type:a100-80gb is an alias of accelerator_type:A100-80G" in result.output
+    assert "request accelerator_type:A100-80G" in result.output
