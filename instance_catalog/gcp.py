@@ -274,7 +274,8 @@ def _n1_attachments(vcpus: int, memory_gb: float) -> tuple[GpuAttachment, ...]:
     for gce_gpu in data["n1_attachable_gpus"]:
         counts = n1_gpu_counts(gce_gpu, vcpus, memory_gb)
         if counts:
-            attachments.append(GpuAttachment(gpu_accelerator(gce_gpu, 1), counts))
+            retired = not_launchable("gpus").get(gce_gpu)
+            attachments.append(GpuAttachment(gpu_accelerator(gce_gpu, 1), counts, retired))
     return tuple(attachments)
 
 
@@ -353,9 +354,18 @@ def _tpu_types() -> list[InstanceType]:
                 zones=dict(sorted(zones.items())),
                 prices=prices,
                 tpu=shape,
+                unavailable=not_launchable("tpu_generations").get(gen.name),
             )
         )
     return types
+
+
+def not_launchable(kind: str) -> dict[str, str]:
+    """Name -> why it cannot be launched, for ``tpu_generations`` or ``gpus`` (gcp.yaml)."""
+    return {
+        name: " ".join(reason.split())
+        for name, reason in gcp_data().get("not_launchable", {}).get(kind, {}).items()
+    }
 
 
 @cache

@@ -59,6 +59,8 @@ class GpuAttachment:
     accelerator: Accelerator
     """The GPU with ``count`` 1; multiply by the attached count."""
     counts: tuple[int, ...]
+    unavailable: str | None = None
+    """Why it cannot be attached (a retired GPU), if it cannot."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,9 @@ class InstanceType:
     """CPU architectures it runs (``x86_64``, ``arm64``); empty where the cloud does not say."""
     network: str | None = None
     """Network performance as the cloud states it, e.g. ``Up to 12.5 Gigabit``."""
+    unavailable: str | None = None
+    """Why it cannot be launched (a GKE-only TPU), if it cannot: such types are listed only
+    when asked for by name, and a node type using one is unavailable with this reason."""
 
     @property
     def regions(self) -> tuple[str, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,8 @@ def offer_dict(offer: Offer, region: str | None, today: date) -> dict[str, Any]:
         "resources": offer.resources(),
         **_price_fields(offer, region, today),
         "regions": list(entry.regions),
+        "launchable": offer.unavailable is None,
+        "unavailable_reason": offer.unavailable,
     }
     if entry.tpu is not None:
         data.update(
@@ -117,6 +120,8 @@ def show(instance_type: str, cloud: str | None, region: str | None, as_json: boo
     print_table(entry.name, ["field", "value"], rows)
     for warning in data["price_warnings"]:
         click.echo(f"warning: {warning}", err=True)
+    if offer_unavailable := data["unavailable_reason"]:
+        click.echo(f"warning: {entry.name} cannot be launched: {offer_unavailable}", err=True)
 
 
 @catalog.command(name="list")
@@ -158,6 +163,9 @@ def list_(cloud: str | None, accelerator_text: str | None, region: str | None, a
         ],
         [_row(offer, region, today) for offer in offers],
     )
+    unlaunchable = Counter(offer.unavailable for offer in offers if offer.unavailable)
+    for reason, count in sorted(unlaunchable.items()):
+        click.echo(f"warning: {count} of these cannot be launched: {reason}", err=True)
     doubtful = sum(1 for offer in offers if _price_fields(offer, region, today)["price_warnings"])
     if doubtful:
         click.echo(

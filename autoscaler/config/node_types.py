@@ -57,9 +57,14 @@ def build_node_type(
     resources = {**per_host, **(spec.resources or {})}
     market = offering.market if offering else (spec.market or ON_DEMAND)
     region = offering.region if offering else cloud.price_region(provider_config)
+    unlaunchable = offer.unavailable if offer else None
+    if unlaunchable:
+        warnings.append(f"{path}: {offer.label} cannot be launched: {unlaunchable}")
     return NodeType(
         name=name,
         resources=resources,
+        available=unlaunchable is None,
+        unavailable_reason=unlaunchable,
         price=_price(path, spec, offer, region, market, warnings),
         min_workers=spec.min_workers,
         max_workers=spec.max_workers,

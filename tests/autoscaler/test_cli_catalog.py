@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -258,3 +259,33 @@ def test_plan_explain_names_each_price_source_and_date(tmp_path):
     prices = json.loads(done.stdout)["explain"]["prices"]
     h100 = next(line for line in prices if "a3-highgpu-8g" in line)
     assert "skypilot-gcp" in h100 and "date unknown" in h100 and "flagged" in h100
+
+
+def test_types_that_cannot_launch_are_listed_only_when_named():
+    listed = json.loads(autoscale("catalog", "list", "--cloud", "gcp", "--json").stdout)
+    labels = {row["instance_type"] for row in listed}
+    assert not any(label.startswith("v7x-") or "k80" in label for label in labels)
+    named = autoscale("catalog", "list", "--accelerator", "tpu-v7x", "--json")
+    rows = json.loads(named.stdout)
+    assert rows and all(not row["launchable"] for row in rows)
+    assert "Google Kubernetes Engine" in rows[0]["unavailable_reason"]
+    shown = autoscale("catalog", "show", "n1-standard-8", "--json")
+    assert json.loads(shown.stdout)["launchable"]
+
+
+def test_plan_says_why_a_node_type_cannot_launch(tmp_path):
+    import yaml
+
+    data = yaml.safe_load(Path("tests/autoscaler/fixtures/gcp-tpu.yaml").read_text())
+    data["provider"]["availability_zone"] = "us-central1-c"
+    del data["available_node_types"]["tpu_topology"]
+    name, node_type = "tpu_v4_16", data["available_node_types"]["tpu_v4_16"]
+    node_type["node_config"]["acceleratorType"] = "v7x-8"
+    node_type["min_workers"] = 1
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data))
+    done = autoscale("plan", str(path), "--explain", "--json")
+    assert done.returncode == 0, done.stderr
+    explain = json.loads(done.stdout)["explain"]
+    assert any("cannot be launched" in w and "GKE" in w for w in explain["warnings"])
+    assert any(name in note and "Kubernetes Engine" in note for note in explain["notes"])

@@ -24,7 +24,7 @@ def _accelerator_offers():
     catalog = load_catalog()
     return [
         pytest.param(offer, id=f"{offer.instance_type.cloud}:{offer.label}")
-        for offer in catalog.offers()
+        for offer in catalog.offers(include_unavailable=True)
         if offer.accelerator is not None
     ]
 
