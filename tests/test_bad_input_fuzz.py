@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from autoscaler.cli import cli
+from tests.autoscaler.test_config_fuzz import _dotted, _paths
 
 HUGE = "x" * 100_000
 MANY_DIGITS = "1" + "0" * 5_000
@@ -250,27 +251,9 @@ SWAPS = {
 }
 
 
-def _key_paths(value, path=()):
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield (*path, key)
-            yield from _key_paths(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield (*path, index)
-            yield from _key_paths(item, (*path, index))
-
-
 def _misspelt(text: str) -> str:
     middle = len(text) // 2
     return text[:middle] + text[middle + 1 :] if len(text) > 3 else text + "x"
-
-
-def _yaml_path(path: tuple) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
-    return text
 
 
 def _generated_cases() -> list:
@@ -279,7 +262,7 @@ def _generated_cases() -> list:
     cases = []
     for example in EXAMPLE_YAMLS:
         data = yaml.safe_load(example.read_text())
-        for path in _key_paths(data):
+        for path in _paths(data):
             for name, value in SWAPS.items():
                 cases.append((example, path, "swap", value, f"{example.stem}:{name}"))
             cases.append((example, path, "delete", None, f"{example.stem}:delete"))
@@ -369,14 +352,14 @@ def test_every_generated_cluster_yaml_error_names_its_field_path():
         except ConfigError as err:
             messages = err.messages
         checked += 1
-        problem = _yaml_path(problem_path)
+        problem = _dotted(problem_path)
         for message in messages:
             named = message.split(": ", 1)[0]
             first = named.split(".", 1)[0].split("[", 1)[0]
             from_top = named == "top-level" or (
                 first in top_keys | {str(k) for k in data} and _in_document(data, named)
             )
-            related = _related(named, problem, _yaml_path(path)) or first == "head_node_type"
+            related = _related(named, problem, _dotted(path)) or first == "head_node_type"
             if not (from_top and related):
                 unnamed.append((example.name, problem, message))
         if how == "misspell-key" and str(path[-1]) in top_keys and len(path) == 1:
