@@ -280,11 +280,11 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         for n in (1, 2, 3, 4)
     ),
     _t("Ascend910C", "ascend", r"\b910C\b", aliases=("910C",)),
-    _t(
-        "Ascend310P",
-        "ascend",
-        r"\b310P\d*\b",
-        aliases=("310P", "310P1", "310P3", "Ascend310P1", "Ascend310P3"),
+    _t("Ascend310P", "ascend", r"\b310P\b", aliases=("310P",)),
+    # Ray's Ascend detection advertises the SoC name as CANN reports it (Ascend310P3).
+    *(
+        _v(f"Ascend310P{n}", "Ascend310P", "ascend", None, rf"\b310P{n}\b", aliases=(f"310P{n}",))
+        for n in (1, 3)
     ),
     _t("Ascend310", "ascend", r"\b310\b", aliases=("310",)),
     # Rebellions -------------------------------------------------------------------------
