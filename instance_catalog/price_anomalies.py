@@ -3,21 +3,23 @@
 Two checks, each over one priced item (an EC2 instance type, a GCE GPU priced per GPU, a
 Cloud TPU slice type) in every region a source prices it:
 
-* **far from its family**: an accelerator item's on-demand price is more than
-  :data:`FAR_FACTOR` times, or less than 1/:data:`FAR_FACTOR` of, the median of the same
-  item's on-demand price in the other regions of the same source (at least
-  :data:`MIN_OTHER_REGIONS` of them). Regional list prices differ by tens of percent, not by
-  half; prices of different dates are not compared (a 2025 price cut in one region's newer
-  recording is news, not an anomaly). Spot prices are markets that
-  legitimately differ far more between regions, so they are held only to the next check.
+* **far from its family**: an accelerator item's on-demand prices across the regions of one
+  source split in two, the cheaper group under 1/:data:`FAR_FACTOR` of the dearer one
+  (sorted, the largest step between neighbours is over :data:`FAR_FACTOR` times). Regional
+  list prices differ by tens of percent, not by half, so one group is wrong. Each region of
+  the cheaper group is flagged when the dearer group has at least
+  :data:`MIN_OTHER_REGIONS` regions; a lone dear region is flagged itself. Prices of
+  different dates are not compared (a 2025 price cut in one region's newer recording is
+  news, not an anomaly). Spot prices are markets that legitimately differ far more between
+  regions, so they are held only to the next check.
 * **spot above on-demand**: a spot price over the on-demand price of the same row (by more
   than :data:`ROUNDING`), which a spot market never asks.
 
 The planner never trusts a flagged price silently: it plans with the *higher* of the
-recorded price and the family's figure (the median elsewhere; the spot price for an
-on-demand price under it), so a doubtful price can never make an offering look cheaper than
-its family, and the node type's price carries a note saying so. ``cost_per_hour`` on a node
-type overrides it.
+recorded price and the family's figure (the median of the dearer group; the spot price for
+an on-demand price under it), so a doubtful price can never make an offering look cheaper
+than its family, and the node type's price carries a note saying so. ``cost_per_hour`` on a
+node type overrides it.
 """
 
 from __future__ import annotations
@@ -125,15 +127,31 @@ def _key(anomaly: Anomaly) -> tuple[str, str, str, str, str]:
 def _far_from_family(
     members: list[PricedRow], market: str, source_row: Callable[[PricedRow, str], str]
 ) -> Iterable[Anomaly]:
-    priced = [(row, getattr(row, market)) for row in members if getattr(row, market) is not None]
-    for row, price in priced:
-        others = [value for other, value in priced if other is not row]
-        if len(others) < MIN_OTHER_REGIONS:
-            continue
-        median = statistics.median(others)
-        if median <= 0 or 1 / FAR_FACTOR <= price / median <= FAR_FACTOR:
-            continue
-        side = "under half" if price < median else f"over {FAR_FACTOR:g} times"
+    priced = sorted(
+        ((getattr(row, market), row) for row in members if getattr(row, market) is not None),
+        key=lambda pair: pair[0],
+    )
+    if len(priced) <= MIN_OTHER_REGIONS or priced[0][0] <= 0:
+        return
+    step, split = max((priced[i + 1][0] / priced[i][0], i + 1) for i in range(len(priced) - 1))
+    if step <= FAR_FACTOR:
+        return
+    cheap, dear = priced[:split], priced[split:]
+    if len(dear) >= MIN_OTHER_REGIONS:
+        family = statistics.median(price for price, _ in dear)
+        low, high = dear[0][0], dear[-1][0]
+        asked = f"${low:g}/h" if low == high else f"${low:g}-${high:g}/h"
+        reason = (
+            f"under half of the {asked} that {len(dear)} other regions of the source ask "
+            f"(median ${family:g}/h)"
+        )
+        flagged = [(price, row, family, reason) for price, row in cheap]
+    else:
+        (price, row), rest = dear[0], [p for p, _ in cheap]
+        family = statistics.median(rest)
+        reason = f"over {FAR_FACTOR:g} times the median ${family:g}/h of the source's other regions"
+        flagged = [(price, row, price, reason)]
+    for price, row, planning, why in flagged:
         yield Anomaly(
             row.cloud,
             row.kind,
@@ -141,8 +159,8 @@ def _far_from_family(
             row.region,
             market,
             price,
-            max(price, median),
-            f"{side} the median ${median:g}/h of {len(others)} other regions of the source",
+            max(price, planning),
+            why,
             getattr(row, f"{market}_source"),
             source_row(row, market),
         )

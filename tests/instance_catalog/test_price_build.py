@@ -105,6 +105,22 @@ def test_far_prices_are_judged_only_against_the_same_source():
     assert 3.0 * FAR_FACTOR < 10.0
 
 
+def test_a_cheap_majority_is_flagged_when_the_source_splits_in_two():
+    # Seven regions at $4.20 and three near $10: one group is wrong, and planning with the
+    # dearer one never makes a region look cheap (GCP's recorded H100 prices look like this).
+    rows = [_row(f"low{i}", 4.2) for i in range(7)]
+    rows += [_row("a", 9.8), _row("b", 11.0), _row("c", 12.7)]
+    found = find_anomalies(rows, lambda _: True, lambda r, m: r.region)
+    assert sorted(a.region for a in found) == [f"low{i}" for i in range(7)]
+    assert {a.planning for a in found} == {11.0}
+
+
+def test_a_lone_dear_region_is_listed_but_planned_at_its_own_price():
+    rows = [_row("a", 1.0), _row("b", 1.1), _row("c", 1.05), _row("far", 2.5)]
+    (found,) = find_anomalies(rows, lambda _: True, lambda r, m: r.region)
+    assert (found.region, found.planning) == ("far", 2.5)
+
+
 def test_spot_above_on_demand_is_planned_at_the_higher_figure():
     found = find_anomalies([_row("r1", 1.0, spot=1.5)], lambda _: False, lambda r, m: "row")
     assert [(a.market, a.planning) for a in found] == [("on_demand", 1.5)]
