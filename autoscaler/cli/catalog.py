@@ -11,7 +11,7 @@ import click
 from accel.user_input import clip
 from autoscaler.cli.output import print_json, print_table
 from instance_catalog.model import CLOUDS
-from instance_catalog.prices import STALE_AFTER_DAYS
+from instance_catalog.prices import REFRESH_HINT, STALE_AFTER_DAYS
 
 if TYPE_CHECKING:
     from instance_catalog.catalog import Offer
@@ -170,8 +170,7 @@ def list_(cloud: str | None, accelerator_text: str | None, region: str | None, a
     if doubtful:
         click.echo(
             f"warning: {doubtful} of these prices are older than {STALE_AFTER_DAYS} days, of "
-            "unknown date or flagged as anomalies (`catalog show TYPE` says which); "
-            "`autoscale catalog refresh --cloud aws --prices` fetches today's EC2 prices",
+            f"unknown date or flagged as anomalies (`catalog show TYPE` says which); {REFRESH_HINT}",
             err=True,
         )
 
