@@ -170,7 +170,8 @@ def list_(cloud: str | None, accelerator_text: str | None, region: str | None, a
     if doubtful:
         click.echo(
             f"warning: {doubtful} of these prices are older than {STALE_AFTER_DAYS} days, of "
-            f"unknown date or flagged as anomalies (`catalog show TYPE` says which); {REFRESH_HINT}",
+            "unknown date or flagged as anomalies (`catalog show TYPE` says which); "
+            + REFRESH_HINT,
             err=True,
         )
 
