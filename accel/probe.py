@@ -121,13 +121,7 @@ class HostProbe:
     def from_host(cls, env: Mapping[str, str] | None = None) -> HostProbe:
         """The probe for this machine, honouring ``AUTOSCALE_HOST_ROOT``."""
         env = dict(os.environ if env is None else env)
-        nvml_loader = None
-        if env.get("AUTOSCALE_SIMULATED_NVML"):  # a simulated node of the embedded cloud
-            from accel.simulated import SimulatedNvml
-
-            table = env["AUTOSCALE_SIMULATED_NVML"]
-            nvml_loader = lambda: SimulatedNvml.from_file(table)  # noqa: E731
-        return cls(root=env.get(HOST_ROOT_ENV_VAR) or "/", env=env, nvml_loader=nvml_loader)
+        return cls(root=env.get(HOST_ROOT_ENV_VAR) or "/", env=env)
 
     # Filesystem -----------------------------------------------------------------------
     def path(self, host_path: str) -> Path:

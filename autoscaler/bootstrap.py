@@ -1,10 +1,11 @@
 """How a launched node starts its agent: the script every cloud runs at first boot (each
 cloud's plugin says how it is delivered and how a node learns its own id).
 
-The script installs this package on the node, finds the node's own id from the cloud's
-metadata service, and starts ``autoscale node agent`` for the cluster. A node type's
-``bootstrap_before`` and ``bootstrap_after`` commands run around it. With ``ray_start`` a
-worker joins the Ray cluster and the head starts it.
+The script installs the node side of this package (not the control plane: see
+:func:`node_package`) unless the node already has this version, finds the node's own id
+from the cloud's metadata service, and starts ``autoscale node agent`` for the cluster. A node
+type's ``bootstrap_before`` and ``bootstrap_after`` commands run around it. With
+``ray_start`` a worker joins the Ray cluster and the head starts it.
 
 The head also gets the cluster YAML and runs ``autoscale monitor`` as a systemd service
 (restarted on failure, logs in ``/var/log/accel-autoscaler/monitor.log``, state in
@@ -15,13 +16,19 @@ signed with the cluster's secret (written owner-only to ``/etc/accel-autoscaler`
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping, Sequence
+from importlib import metadata
 from typing import Any
 
 from autoscaler.ray_cluster.join import HEAD_PORT
 from autoscaler.report_channel import REPORT_PORT, ReportTarget
 
+DISTRIBUTION = "accel-autoscaler"
+CONTROL_EXTRA = "control"
+VERSION_LINE = "autoscale, version {version}"
+"""What ``autoscale --version`` prints."""
 CONFIG_DIR = "/etc/accel-autoscaler"
 SECRET_PATH = f"{CONFIG_DIR}/report-secret"
 HEREDOC = "ACCEL_AUTOSCALER_CLUSTER_YAML"
@@ -72,7 +79,7 @@ def agent_script(
         "#!/bin/bash",
         "set -euo pipefail",
         *before,
-        f"python3 -m pip install --quiet {shlex.quote(package)}",
+        *install_step(package, ray_start),
         node_identity_script.rstrip(),
         *ray_env,
         *(_secret(report.secret) if report is not None and report_url else []),
@@ -82,6 +89,38 @@ def agent_script(
         *after,
     ]
     return "\n".join(lines) + "\n"
+
+
+def node_package(version: str, head: bool, reports_into: str | None) -> str:
+    """The pip requirement a node installs: the node side alone (detection, the agent, its
+    report channel, ``ray start`` wiring), plus the control plane on the head (it runs the
+    monitor), or the cloud's client (extra ``reports_into``) on a worker that reports into its
+    own tags instead of to the head."""
+    extras = [CONTROL_EXTRA] if head else [reports_into] if reports_into else []
+    return f"{DISTRIBUTION}{'[' + ','.join(extras) + ']' if extras else ''}=={version}"
+
+
+def install_step(package: str, ray: bool = False) -> list[str]:
+    """Install ``package`` unless ``autoscale --version`` already shows the version it pins
+    (an image built for this release: no install at all); with ``ray``, install Ray (the
+    control plane's version) when the node has no ``ray`` command."""
+    pip = f"python3 -m pip install --quiet {shlex.quote(package)}"
+    pinned = re.search(r"==\s*([\w.+!-]+)\s*$", package)
+    lines = [pip]
+    if pinned:
+        installed = shlex.quote(VERSION_LINE.format(version=pinned.group(1)))
+        lines = [f'[ "$(autoscale --version 2>/dev/null)" = {installed} ] || {pip}']
+    if ray:
+        lines.append(f"command -v ray >/dev/null || python3 -m pip install --quiet {_ray()}")
+    return lines
+
+
+def _ray() -> str:
+    """Ray at the control plane's version (a cluster's nodes must match), else the latest."""
+    try:
+        return shlex.quote(f"ray[default]=={metadata.version('ray')}")
+    except metadata.PackageNotFoundError:
+        return shlex.quote("ray[default]")
 
 
 def _secret(secret: str) -> list[str]:

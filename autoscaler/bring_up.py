@@ -77,7 +77,7 @@ def up(
 
     An emulated cluster also gets its node simulator (started from ``config_path``)."""
     if cluster.config.spec.provider.emulator and config_path is not None:
-        from autoscaler.simulator import ensure_simulator
+        from providers.local.simulator import ensure_simulator
 
         step("node simulator")
         ensure_simulator(config_path, cluster.name)

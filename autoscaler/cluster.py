@@ -65,8 +65,11 @@ def open_cluster(
     try:
         provider = get_provider(config.provider_settings(), config.spec.cluster_name)
     except ImportError as err:
+        from autoscaler.extras import missing_line
+
+        detail = missing_line(err.name) if err.name else str(err)
         raise ClusterError(
-            f"the {config.spec.provider.type} provider plugin cannot be loaded: {err}"
+            f"the {config.spec.provider.type} provider plugin cannot be loaded: {detail}"
         ) from None
     path = state_path(config.spec.cluster_name)
     store = StateStore.open_read_only(path) if read_only else StateStore(path)

@@ -46,7 +46,7 @@ from autoscaler.boot_failures import (
     read_console,
     record_failure,
 )
-from autoscaler.bootstrap import agent_script
+from autoscaler.bootstrap import agent_script, node_package
 from autoscaler.config import ClusterConfig
 from autoscaler.demand import combine, parse_demand
 from autoscaler.lifecycle import (
@@ -636,10 +636,10 @@ class Reconciler:
         agent; with ``ray_start``, joining Ray, or on the head starting Ray and the monitor)."""
         spec = self.config.spec.available_node_types[node_type]
         provider = self.config.spec.provider
-        package = provider.agent_package or (
-            f"accel-autoscaler{'[ray]' if spec.ray_start else ''}=={package_version()}"
-        )
         head = kind == NODE_KIND_HEAD
+        package = provider.agent_package or node_package(
+            package_version(), head, None if self.report else self.provider.cloud.name
+        )
         script = agent_script(
             self.config.spec.cluster_name,
             provider.model_dump(),

@@ -106,8 +106,11 @@ class ReportServer:
         host: str = "0.0.0.0",
         port: int = 0,
         clock: Callable[[], float] = time.time,
+        node_id_of: Callable[[str], str] = str,
     ) -> None:
+        """``node_id_of``: the provider's node id for the id an agent reports as."""
         self.secret = secret
+        self.node_id_of = node_id_of
         self.clock = clock
         self._store = StateStore(state_path)
         self._lock = threading.Lock()
@@ -144,7 +147,7 @@ class ReportServer:
         try:
             message = json.loads(body)
             report = NodeReport.from_json(message["report"])
-            node_id, host = str(message["node_id"]), int(message["host"])
+            node_id, host = self.node_id_of(str(message["node_id"])), int(message["host"])
         except (ValueError, KeyError, TypeError):
             return 400
         with self._lock:

@@ -52,8 +52,8 @@ def teardown(
             logger.info("deleted %s %s", resource.kind, resource.name)
     cluster.store.clear()
     if cluster.config.spec.provider.emulator and not keep_head:
-        from autoscaler.simulator import stop_simulator
-        from providers.emulator import stop_emulator
+        from providers.local.servers import stop_emulator
+        from providers.local.simulator import stop_simulator
 
         stop_simulator(cluster.name)
         stop_emulator(cluster.config.spec.provider.type, cluster.name)

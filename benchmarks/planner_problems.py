@@ -132,7 +132,7 @@ def bundle_count(demand_doc: dict[str, Any]) -> int:
 
 # Flexible and forced problems (issue 12) -----------------------------------------------------
 GIB = 2**30
-PROBLEM_KINDS = ("forced", "flexible")
+PROBLEM_KINDS = ("forced", "flexible", "diverse")
 
 
 def mixed_problem(
@@ -144,7 +144,10 @@ def mixed_problem(
     with memory, fractional GPUs typed T4/L4 or untyped, 1-4 GPU tasks typed A10G/L4/L40S/T4,
     NeuronCore tasks of 1-16, small PACK/SPREAD/STRICT_SPREAD groups) plus a few infeasible
     bundles. ``forced`` adds 8-GPU A100/H100 training bundles that only p4d/p4de/p5 host.
+    ``diverse``: :func:`diverse_problem`.
     """
+    if kind == "diverse":
+        return diverse_problem(bundles, seed)
     from autoscaler.config import parse_cluster_config
     from autoscaler.planner.items import build_items, fits_type
     from autoscaler.planner.model import BundleDemand, Demand, PlacementGroupDemand
@@ -163,7 +166,7 @@ def mixed_problem(
             if strategy
             else Demand(bundles=(BundleDemand(shapes[0]),))
         )
-        items = build_items(demand, workers)
+        items = build_items(demand)
         return min(sum(fits_type(item, t) for t in workers) for item in items)
 
     shapes: list[tuple[str, dict[str, float], float]] = []
@@ -207,3 +210,54 @@ def mixed_problem(
     rng.shuffle(entries)
     infeasible = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
     return cluster_doc, {"bundles": [*entries, *infeasible], "placement_groups": groups}
+
+
+def diverse_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Dozens of random shapes (CPU and memory, fractional and typed GPUs, NeuronCores), many
+    small placement groups of a dozen shapes and every strategy (as Ray reports them: one
+    record per group), a few infeasible bundles, over 20-60 real EC2 types."""
+    rng = random.Random(f"diverse-{seed}-{bundles}")
+    types = node_types(rng, bundles)
+    families = sorted(f for f, family in GPU_TYPES.items() if set(family) & set(types))
+
+    def shape() -> dict[str, float]:
+        roll = rng.random()
+        if roll < 0.45:
+            cpus = rng.choice([0.5, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32])
+            memory = rng.choice([0, 0, 1, 2, 4, 8, 16, 32, 64, 96])
+            return {"CPU": cpus, **({"memory": memory * GIB} if memory else {})}
+        if roll < 0.6:
+            found = {"GPU": rng.choice([0.1, 0.2, 0.25, 0.33, 0.5, 0.75]), "CPU": 1}
+            if rng.random() < 0.5:
+                found[f"accelerator_type:{rng.choice(families)}"] = 0.001
+            return found
+        if roll < 0.85:
+            gpus = rng.choice([1, 1, 1, 2, 4, 8])
+            found = {"GPU": gpus, "CPU": rng.choice([1, 2, 4]) * gpus}
+            if rng.random() < 0.7:
+                found[f"accelerator_type:{rng.choice(families)}"] = 0.001
+            return found
+        return {"neuron_cores": rng.choice([1, 2, 4, 8, 16, 32]), "CPU": rng.choice([1, 2, 4])}
+
+    shapes = [shape() for _ in range(rng.randint(30, 60))]
+    weights = [rng.uniform(0.2, 2.0) for _ in shapes]
+    total = sum(weights)
+    entries = []
+    for resources, weight in zip(shapes, weights, strict=True):
+        count = round(0.85 * bundles * weight / total)
+        if count > 0:
+            entries.append({"resources": resources, "count": count})
+    templates = []
+    for _ in range(rng.randint(6, 12)):  # placement-group shapes; each group its own record
+        strategy = rng.choice(("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"))
+        members = [rng.choice(shapes[:12]) for _ in range(rng.randint(2, 4))]
+        if strategy == "STRICT_PACK":
+            members = [{"CPU": rng.choice([1, 2, 4])}] * len(members)
+        templates.append({"strategy": strategy, "bundles": members, "count": 1})
+    groups = []
+    grouped = 0
+    while grouped < 0.15 * bundles:
+        groups.append(rng.choice(templates))
+        grouped += len(groups[-1]["bundles"])
+    infeasible = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
+    return cluster(types), {"bundles": [*entries, *infeasible], "placement_groups": groups}

@@ -11,9 +11,9 @@ import time
 from collections import Counter
 
 from providers.base import TAG_NODE_TYPE
-from providers.gcp.fake_api import FakeServer
-from providers.gcp_compute.emulator import ComputeCloud
-from providers.gcp_compute.provider import GceNodeProvider
+from providers.gcp.compute.provider import GceNodeProvider
+from providers.local.gcp.compute import ComputeCloud
+from providers.local.gcp.rest import FakeServer
 
 logger = logging.getLogger("benchmarks.providers_gcp")
 CLUSTER = "bench-gcp"

@@ -70,6 +70,8 @@ def aws_prices() -> PriceTable:
 
 REFRESHED = "refreshed"
 """The source key of prices from ``autoscale catalog refresh --prices``."""
+REFRESH_SOURCE = "AWS Price List API (on-demand) and EC2 DescribeSpotPriceHistory (spot)"
+"""Where ``autoscale catalog refresh --cloud aws --prices`` takes them from."""
 
 
 def refreshed_aws_prices() -> dict[str, Any]:
@@ -141,9 +143,7 @@ def source_date(key: str | None) -> str | None:
 def describe_source(key: str | None) -> str | None:
     """What a source key stands for, for people."""
     if key == REFRESHED:
-        from instance_catalog.price_refresh import SOURCE
-
-        return f"{SOURCE}, refreshed into the user's catalog folder"
+        return f"{REFRESH_SOURCE}, refreshed into the user's catalog folder"
     facts = bundled_price_facts()["sources"].get(key or "")
     return facts["source"] if facts else None
 

@@ -6,13 +6,15 @@ autoscaler knows offline: node_config keys, boot script, tag limits, emulator) a
 and one line to :data:`CLOUDS`.
 
 ``get_provider`` picks the plugin from ``provider.type``. With ``emulator: true`` the
-embedded local cloud is started (or reused) first and the same plugin talks to it over HTTP,
-so nothing in a cloud's code path branches on the emulator.
+local cloud (``providers.local``) is started (or reused) first and the same plugin talks to
+it over HTTP, so nothing in a cloud's code path branches on the emulator. On the local
+cloud's simulated hosts, ``$AUTOSCALE_LOCAL_CLOUD_URL`` names it.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
@@ -24,6 +26,11 @@ CLOUDS = {
     "gcp": "providers.gcp.cloud:GcpCloud",
 }
 """``provider.type`` -> the cloud's offline surface."""
+
+
+LOCAL_CLOUD_URL_ENV = "AUTOSCALE_LOCAL_CLOUD_URL"
+"""Set on the local cloud's simulated hosts: the local cloud's API, which processes on the
+host (the agent, the head's monitor) call as a VM's processes call their cloud's."""
 
 
 class UnknownProviderError(ValueError):
@@ -46,10 +53,13 @@ def get_provider(provider_config: Mapping[str, Any], cluster_name: str) -> NodeP
     kind = provider_config.get("type")
     cloud = cloud_for(kind)
     config = dict(provider_config)
-    if config.get("emulator"):
-        from providers.emulator import ensure_emulator
+    local = os.environ.get(LOCAL_CLOUD_URL_ENV)
+    if config.get("emulator") or local:
+        if not local:
+            from providers.local.servers import ensure_emulator
 
-        config["endpoint_url"] = ensure_emulator(kind, cluster_name)
+            local = ensure_emulator(kind, cluster_name)
+        config["endpoint_url"] = local
         for key, value in cloud.emulator_settings().items():
             config.setdefault(key, value)
     return _load(cloud.provider_class)(config, cluster_name)

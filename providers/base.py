@@ -197,9 +197,6 @@ class Cloud(ABC):
     node_identity_script: ClassVar[str]
     """Shell lines, run on a booting node, that set ``NODE_ID`` (the provider's node id) and
     ``HOST`` (the host's index within its slice) from the cloud's metadata service."""
-    emulator_module: ClassVar[str]
-    """``python -m`` module of the embedded local cloud's server; it takes ``--host`` and
-    ``--port`` (or what :meth:`emulator_argv` says)."""
     ray_defaults: ClassVar[Mapping[str, Any]]
     """Ray's documented defaults for this cloud (``available_node_types`` and
     ``head_node_type``), for cluster YAMLs that name no node types."""
@@ -229,9 +226,10 @@ class Cloud(ABC):
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         """``node_config`` running ``script`` at first boot, unless the user set their own."""
 
-    def emulator_argv(self, host: str, port: int) -> list[str]:
-        """Arguments after ``python`` that start the embedded local cloud's server."""
-        return ["-m", self.emulator_module, "--host", host, "--port", str(port)]
+    def node_id_of(self, reported: str) -> str:
+        """The provider's node id for ``reported``, the ``NODE_ID`` a node's identity script
+        gave its agent (which may qualify it, e.g. with its zone)."""
+        return reported
 
     def emulator_settings(self) -> dict[str, Any]:
         """Provider settings the embedded local cloud needs (e.g. throwaway credentials)."""

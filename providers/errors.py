@@ -7,6 +7,7 @@ can see exactly what the cloud said.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -90,13 +91,11 @@ def launch_failure(errors: list[ProviderError]) -> ProviderError:
     """The error of a create that launched nothing. No capacity in any zone tried is a
     capacity error for the instance type in every zone (``offering.zone`` None), so the next
     plan moves on to another node type."""
-    from providers.base import Offering
-
     last = errors[-1]
     if len(errors) == 1 or not all(isinstance(e, CapacityError) for e in errors):
         return last
     zones = ", ".join(str(e.offering.zone) for e in errors if e.offering)
-    offering = last.offering and Offering(last.offering.instance_type, None, last.offering.market)
+    offering = last.offering and dataclasses.replace(last.offering, zone=None)
     return CapacityError(
         f"no capacity in any of {zones}: {last.raw_message}",
         offering=offering,

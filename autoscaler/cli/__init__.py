@@ -16,6 +16,7 @@ from accel.user_input import clip
 from autoscaler.cli.lazy import LazyGroup
 
 DEBUG_ENV_VAR = "AUTOSCALE_DEBUG"
+OUR_PACKAGES = {"accel", "instance_catalog", "providers", "autoscaler"}
 MAX_ERROR_LINE = 500
 """Characters of one error-message line; click quotes bad option values whole."""
 
@@ -68,6 +69,13 @@ def main() -> None:
     except click.ClickException as err:
         err.show()
         sys.exit(err.exit_code)
+    except ModuleNotFoundError as err:
+        if debug or not err.name or err.name.split(".")[0] in OUR_PACKAGES:
+            raise
+        from autoscaler.extras import missing_line
+
+        click.echo(f"Error: {missing_line(err.name)}", err=True)
+        sys.exit(1)
     except Exception as err:
         if debug:
             raise

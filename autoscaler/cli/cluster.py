@@ -277,7 +277,12 @@ def _report_endpoint(cluster, port: int, address: str | None, secret_file: str |
         raise InputError(f"--report-secret-file: {err.strerror or err}") from None
     secret = secret or cluster_secret(cluster.name)
     try:
-        endpoint = ReportServer(state_path(cluster.name), secret, port=port).start()
+        endpoint = ReportServer(
+            state_path(cluster.name),
+            secret,
+            port=port,
+            node_id_of=cluster.provider.cloud.node_id_of,
+        ).start()
     except OSError as err:
         raise click.ClickException(f"cannot serve reports on port {port}: {err}") from None
     served = endpoint.url.rsplit(":", 1)[1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,7 +12,7 @@ from autoscaler.cli.output import format_bytes, format_quantity, print_json, pri
 
 if TYPE_CHECKING:
     from autoscaler.config import ClusterConfig
-    from autoscaler.planner.model import Demand, NodeType, Plan
+    from autoscaler.planner.model import Demand, NodeType, Plan, PlanRequest
 
 
 class InputError(click.ClickException):
@@ -30,26 +31,56 @@ class InputError(click.ClickException):
     is_flag=True,
     help="Add the accelerator conservation policy, planner notes, warnings, ignored Ray keys.",
 )
+@click.option(
+    "--witness",
+    is_flag=True,
+    help="Add what every node holds (bundles, devices) and check it (with --json: the proof).",
+)
 def plan(
-    cluster_yaml: str, demand_source: str | None, bundles: str | None, as_json: bool, explain: bool
+    cluster_yaml: str,
+    demand_source: str | None,
+    bundles: str | None,
+    as_json: bool,
+    explain: bool,
+    witness: bool,
 ) -> None:
     """Plan the cheapest launches for DEMAND on CLUSTER_YAML's node types."""
-    from autoscaler.planner.aliases import plan_canonical
+    import time
+
+    from autoscaler.planner.aliases import canonical_demand
     from autoscaler.planner.model import PlanRequest
+    from autoscaler.planner.planner import plan as make_plan
 
     config, demand = _load(cluster_yaml, demand_source, bundles)
-    result = plan_canonical(
-        PlanRequest(
-            node_types=config.node_types(),
-            demand=demand,
-            existing=config.head_existing_nodes(),
-            limits=config.limits(),
-        )
+    node_types = config.node_types()
+    demand, alias_notes = canonical_demand(demand, node_types)
+    request = PlanRequest(
+        node_types=node_types,
+        demand=demand,
+        existing=config.head_existing_nodes(),
+        limits=config.limits(),
     )
+    start = time.perf_counter()
+    result = make_plan(request, witness)
+    seconds = time.perf_counter() - start
+    result = replace(result, notes=result.notes + alias_notes)
+    problems = _check(request, result) if witness else None
     if as_json:
-        print_json(plan_dict(result, config if explain else None))
+        data = plan_dict(result, config if explain else None)
+        data["planning_seconds"] = round(seconds, 4)
+        if witness:
+            data["witness"] = dict(result.witness)
+            data["witness"]["verified"] = not problems
+            data["witness"]["problems"] = problems
+        print_json(data)
         return
     print_plan(result, {t.name: t for t in config.node_types()})
+    if problems is not None:
+        click.echo(
+            "Witness: every node's contents check out"
+            if not problems
+            else "Witness problems:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
     if explain:
         _print_explain(result, config)
     elif config.warnings:
@@ -69,6 +100,16 @@ def _load(
     except (ConfigError, DemandError) as err:
         raise InputError(str(err)) from None
     return config, combine(*parts)
+
+
+def _check(request: PlanRequest, result: Plan) -> list[str]:
+    """The witness checked against the request (deferred units count as launched)."""
+    from autoscaler.planner.verify import verify
+
+    launched = result.launch_counts()
+    for name, units in result.deferred:
+        launched[name] = launched.get(name, 0) + units
+    return verify(request, result.witness or {}, launched)
 
 
 def plan_dict(result: Plan, config: ClusterConfig | None = None) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 import yaml
 
-from autoscaler.cli.quickstart import (
+from autoscaler.cli.quickstart_steps import (
     STEP_TIMEOUT_S,
     only_min_workers_left,
     print_nodes,

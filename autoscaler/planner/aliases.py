@@ -27,10 +27,10 @@ from autoscaler.planner.model import (
 from autoscaler.planner.planner import plan
 
 
-def plan_canonical(request: PlanRequest) -> Plan:
+def plan_canonical(request: PlanRequest, witness: bool = False) -> Plan:
     """:func:`plan` with alias tokens in the demand planned as their canonical names."""
     demand, notes = canonical_demand(request.demand, request.node_types)
-    result = plan(replace(request, demand=demand))
+    result = plan(replace(request, demand=demand), witness)
     return replace(result, notes=result.notes + notes) if notes else result
 
 

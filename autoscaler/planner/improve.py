@@ -20,13 +20,16 @@ from dataclasses import dataclass
 
 from autoscaler.planner.capacity import Bin
 from autoscaler.planner.items import Item
-from autoscaler.planner.patterns import Kind, Pattern, fit, put, replay
+from autoscaler.planner.packing import Kind, Pattern, fit, put, replay
 
 PASSES = 4
 """Improvement passes at most (each tries every move once)."""
 MAX_UNITS = 400
 """Plans with more units are left as they are (pairs grow quadratically; rounding matters
 little there)."""
+TRIALS = 3000
+"""Trials (a kind considered for a unit or a pair, a unit's contents moved) per improvement
+at most: the work limit that keeps it fast and deterministic; moves found by then are kept."""
 
 
 @dataclass(eq=False)
@@ -47,8 +50,11 @@ def improve(
     demand: Mapping[int, int],
     global_room: int | None,
     surcharge: float,
+    budget: float | None = None,
 ) -> list[tuple[Pattern, int]]:
-    """``chosen`` (patterns and units) made cheaper where moves allow; same coverage."""
+    """``chosen`` (patterns and units) made cheaper where moves allow; same coverage.
+    ``budget``: no move may raise the plan's cost (surcharges aside) above it (with a large
+    ``surcharge``, moves then trade cost for fewer units within the budget)."""
     total = sum(units for _, units in chosen)
     if total > MAX_UNITS or total == 0:
         return list(chosen)
@@ -65,7 +71,7 @@ def improve(
                 kept.append((pattern, 1))
                 continue
             units.append(_Unit(kind, hosts[0], list(pattern.hosts[0])))
-    search = _Search(units, kinds, items, global_room, surcharge, kept)
+    search = _Search(units, kinds, items, global_room, surcharge, kept, budget)
     search.trim(demand)
     for _ in range(PASSES):
         if not (search.empty() | search.shrink() | search.merge()):
@@ -74,7 +80,7 @@ def improve(
 
 
 class _Search:
-    def __init__(self, units, kinds, items, global_room, surcharge, kept) -> None:
+    def __init__(self, units, kinds, items, global_room, surcharge, kept, budget) -> None:
         self.units: list[_Unit] = units
         self.kinds = kinds
         self.items = items
@@ -93,6 +99,9 @@ class _Search:
             for index in self.eligible[kind.index]:
                 self.holders[index] = self.holders.get(index, 0) | (1 << rank)
         self.anchorless = sum(1 << r for r, k in enumerate(self.ranked) if not k.needs_anchor)
+        self.trials = TRIALS
+        self.budget = budget
+        self.total = sum(u.kind.cost for u in units) + sum(kinds[p.kind].cost * n for p, n in kept)
         for unit in self.units:
             self._summarise(unit)
 
@@ -155,6 +164,9 @@ class _Search:
         for _, unit in ranked:
             if unit not in self.units or self.price(unit.kind) <= 0:
                 continue  # emptying free capacity gains nothing
+            if self.trials <= 0:
+                break
+            self.trials -= 1
             others = [u for u in self.units if u is not unit]
             trial: dict[int, Bin] = {}
             additions: dict[int, list[tuple[int, int]]] = {}
@@ -214,6 +226,8 @@ class _Search:
             first = self.units[position]
             merged = False
             for second in self.units[position + 1 :]:
+                if self.trials <= 0:
+                    return changed
                 mask = first.kinds & second.kinds
                 if not mask:
                     continue
@@ -240,12 +254,13 @@ class _Search:
         """The cheapest single-host kind in ``mask`` priced below ``limit`` that holds
         ``content``: (kind, packed host, contents in packing order), or None."""
         rank = 0
-        while mask >> rank:
+        while mask >> rank and self.trials > 0:
             if not (mask >> rank) & 1:
                 rank += 1
                 continue
             kind = self.ranked[rank]
             rank += 1
+            self.trials -= 1
             if self.price(kind) >= limit - 1e-9:
                 return None
             free = kind.hosts[0].free
@@ -253,6 +268,10 @@ class _Search:
                 continue
             if not self._room(kind, freed, also_freed):
                 continue
+            if self.budget is not None:
+                after = self.total - freed.cost - (also_freed.cost if also_freed else 0.0)
+                if after + kind.cost > self.budget:
+                    continue
             host = kind.hosts[0].copy(kind.hosts[0].unit)
             ordered = sorted(content, key=lambda ic: _size(self.items[ic[0]]))
             ok = True
@@ -284,11 +303,13 @@ class _Search:
     def _drop(self, unit: _Unit) -> None:
         self.units.remove(unit)
         self.used[unit.kind.index] -= 1
+        self.total -= unit.kind.cost
 
     def _add(self, unit: _Unit, position: int | None = None) -> None:
         self._summarise(unit)
         self.units.insert(len(self.units) if position is None else position, unit)
         self.used[unit.kind.index] = self.used.get(unit.kind.index, 0) + 1
+        self.total += unit.kind.cost
 
     def patterns(self) -> list[tuple[Pattern, int]]:
         counts: dict[Pattern, int] = {}

@@ -2,20 +2,26 @@
 
 An item is ``count`` copies of something that must land on one host: a bundle, or a whole
 STRICT_PACK group (several parts together). A STRICT_SPREAD group of ``k`` bundles becomes
-``k`` items (slots) that must land on distinct hosts, all or nothing.
+``k`` items (slots) that must land on distinct hosts, all or nothing. PACK and SPREAD are
+Ray's preferences, not constraints: their bundles are planned as independent bundles (a
+group splits where that is cheaper, or where no host holds it whole).
+
+Identical shapes are one item whatever record they come from (bundles, soft groups' bundles;
+identical STRICT_PACK groups and identical one-shape STRICT_SPREAD gangs merge too);
+``Item.sources`` says where its copies come from, so a plan's witness can name every
+bundle's origin.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from accel.allocation import SHARE_UNITS
 from accel.families import ACCELERATOR_RESOURCES
 from accel.names import closest, get
 from autoscaler.planner.capacity import Bin, Part, share_vector
 from autoscaler.planner.model import (
-    PACK,
     SPARE,
     STRICT,
     STRICT_PACK,
@@ -29,13 +35,21 @@ TOKEN_PREFIX = "accelerator_type:"
 DEVICE_RESOURCES = frozenset(ACCELERATOR_RESOURCES)
 
 
-@dataclass
+Source = tuple[str, int, int | None]
+"""Where copies come from: ``("bundles", i, None)`` for ``demand.bundles[i]``,
+``("placement_groups", g, j)`` for bundle ``j`` of group ``g`` (``j`` None: the whole
+STRICT_PACK group)."""
+
+
+@dataclass(eq=False)
 class Item:
     index: int
     resources: tuple[Resources, ...]
     """The bundle(s) one copy consists of."""
     parts: tuple[Part, ...]
     count: int
+    sources: list[tuple[Source, int]] = field(default_factory=list)
+    """(source, copies) in demand order; the copies sum to ``count``."""
     candidates: tuple[str, ...] = ()
     spread_group: int | None = None
     slot: int | None = None
@@ -90,33 +104,48 @@ def device_shares(quantity: float, count: int | None) -> list[int]:
     return [SHARE_UNITS] * whole + ([rest] if rest else [])
 
 
-def build_items(demand: Demand, node_types: Sequence[NodeType]) -> list[Item]:
-    """Items in demand order (candidates are assigned separately)."""
+def build_items(demand: Demand) -> list[Item]:
+    """Items in demand order, identical shapes merged (candidates are assigned separately)."""
     items: list[Item] = []
+    by_key: dict[tuple, Item] = {}
 
-    def add(resources: Sequence[Resources], count: int, **extra) -> Item:
-        parts = tuple(Part.of(r, DEVICE_RESOURCES) for r in resources)
-        cpu_only = not any(is_accelerator_resource(n) for r in resources for n in r if r[n])
-        item = Item(len(items), tuple(resources), parts, count, cpu_only=cpu_only, **extra)
-        items.append(item)
-        return item
+    def add(resources: Sequence[Resources], count: int, source: Source, key: tuple, **extra):
+        if count <= 0:
+            return
+        item = by_key.get(key)
+        if item is None:
+            parts = tuple(Part.of(r, DEVICE_RESOURCES) for r in resources)
+            cpu_only = not any(is_accelerator_resource(n) for r in resources for n in r if r[n])
+            item = Item(len(items), tuple(resources), parts, 0, cpu_only=cpu_only, **extra)
+            items.append(item)
+            by_key[key] = item
+        item.count += count
+        item.sources.append((source, count))
 
-    for bundle in demand.bundles:
-        add((bundle.resources,), bundle.count)
+    def shape(resources: Resources) -> tuple:
+        return tuple(sorted((n, q) for n, q in resources.items() if q))
+
+    for position, bundle in enumerate(demand.bundles):
+        add((bundle.resources,), bundle.count, ("bundles", position, None), shape(bundle.resources))
+    gangs: dict[tuple, int] = {}
     for group_index, group in enumerate(demand.placement_groups):
+        shapes = tuple(shape(b) for b in group.bundles)
         if group.strategy == STRICT_SPREAD:
+            # Identical gangs of one shape are one gang (a host then holds one slot of it,
+            # which costs nothing when the slots are alike); mixed gangs stay apart, so a
+            # host may hold a different bundle of each.
+            gang = gangs.setdefault(shapes, group_index) if len(set(shapes)) == 1 else group_index
             for slot, bundle in enumerate(group.bundles):
-                add((bundle,), group.count, spread_group=group_index, slot=slot)
-            continue
-        if group.strategy in (STRICT_PACK, PACK):
-            packed = add(group.bundles, group.count)
-            # PACK is a preference: a group no host can hold is planned bundle by bundle.
-            if group.strategy == STRICT_PACK or any(fits_type(packed, t) for t in node_types):
-                continue
-            items.pop()
-        # SPREAD (and an unpackable PACK): capacity-wise these are independent bundles.
-        for bundle in group.bundles:
-            add((bundle,), group.count)
+                source = ("placement_groups", group_index, slot)
+                key = ("spread", gang, slot)
+                add((bundle,), group.count, source, key, spread_group=gang, slot=slot)
+        elif group.strategy == STRICT_PACK:
+            source = ("placement_groups", group_index, None)
+            add(group.bundles, group.count, source, ("pack", shapes))
+        else:  # PACK, SPREAD: preferences; capacity-wise independent bundles
+            for position, bundle in enumerate(group.bundles):
+                source = ("placement_groups", group_index, position)
+                add((bundle,), group.count, source, shape(bundle))
     return items
 
 
@@ -133,8 +162,9 @@ def assign_candidates(
     candidates are the plain types only; under ``spare`` accelerator types stay candidates
     (for room on nodes there for accelerator work), but never a reason to launch one."""
     accelerated = {t.name for t in node_types if is_accelerator_type(t)}
+    roomiest = [(t.name, fresh_host(t, 0, -1)) for t in node_types]  # host 0: see fits_type
     for item in items:
-        fitting = [t.name for t in node_types if fits_type(item, t)]
+        fitting = [name for name, host in roomiest if host.fits_all(item.parts)]
         if item.cpu_only:
             plain = [name for name in fitting if name not in accelerated]
             item.rider = bool(plain)

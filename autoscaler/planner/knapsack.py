@@ -6,7 +6,7 @@ as the packer: each host's scalar resources, per-device shares (a fraction of a 
 one device, a whole request takes fully free devices), at most one slot of a STRICT_SPREAD
 gang per host, a launched accelerator unit holding accelerator work. The solver's dual bound
 is an upper bound on the value of *any* unit of the kind, which is what makes the Lagrangian
-bounds of :mod:`~autoscaler.planner.patterns` valid however the search ends.
+bounds of :mod:`~autoscaler.planner.bound` valid however the search ends.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.items import Item
+from autoscaler.planner.solver import add_rows, new_solver
 
 KNAPSACK_MAX_NODES = 200
 """Branch-and-bound nodes per knapsack (deterministic); the dual bound stays valid."""
@@ -44,8 +45,6 @@ def best_unit(
     ``fit(host, item, limit)`` counts the copies of an item that fit on a host alone;
     ``needs_anchor``: the unit must hold an item that is not a rider."""
     import highspy
-
-    from autoscaler.planner.patterns import add_rows, new_solver
 
     chosen = [
         item

@@ -7,10 +7,9 @@ Demand is *shapes with counts* (one record for 5,000 identical bundles). Resourc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-
-from providers.base import NodeTypeOffering
+from typing import Any
 
 Resources = Mapping[str, float]
 
@@ -58,8 +57,9 @@ class NodeType:
     not even for ``min_workers``."""
     unavailable_reason: str | None = None
     """Why it is unavailable, when that is not capacity (said in notes and infeasibility)."""
-    offering: NodeTypeOffering | None = None
-    """What the type launches (instance type, market, zones), resolved once at load."""
+    offering: Hashable | None = None
+    """What the type launches (the cloud's offering record: instance type, market, zones),
+    resolved once at load; carried for the reconciler, opaque to the planner."""
 
     def host_resources(self, host: int) -> dict[str, float]:
         """What host ``host`` of a fresh unit advertises (host 0 also the head resources)."""
@@ -162,6 +162,8 @@ class Plan:
     node_lower_bound: int = 0
     """No plan that places the same demand and costs at most 0.5% more than this one
     launches fewer units (nodes; a slice is one), min_workers units included."""
+    witness: Mapping[str, Any] | None = field(default=None, compare=False)
+    """What every node holds (``plan(..., witness=True)``; see ``planner.witness``)."""
 
     @property
     def node_count(self) -> int:

@@ -10,10 +10,10 @@
    groups of identical free capacity (running and pending hosts, ``min_workers`` units),
    which cost nothing and are used first.
 3. Column generation over *patterns* (what one unit holds, packed host by host with exact
-   per-device accounting) finds the cheapest mix; a MIP over the generated patterns makes it
-   integer, and a second one takes the fewest units within 0.5% of that cost
-   (``patterns``). Small plans also get exact pricing (``knapsack``), a second integer plan
-   by diving, and local improvement of the better one (``improve``).
+   per-device accounting: ``packing``, ``master``, ``columns``) finds the cheapest mix; a MIP
+   over the generated patterns makes it integer (``rounding``), and for small plans a second
+   one takes the fewest units within 0.5% of that cost. Small plans also get exact pricing
+   (``knapsack``), a second integer plan by diving, and local improvement (``improve``).
 4. The chosen units are realised as they were packed; copies beyond the demand are trimmed,
    STRICT_SPREAD gangs are kept whole or not at all, and anything still unplaced is packed
    into the room left (again by patterns) before it is reported.
@@ -52,14 +52,17 @@ from autoscaler.planner.model import (
     Plan,
     PlanRequest,
 )
-from autoscaler.planner.patterns import NODE_TOLERANCE, Kind, Pattern, generate, replay
+from autoscaler.planner.packing import Kind, Pattern, replay
+from autoscaler.planner.rounding import NODE_TOLERANCE, generate
+from autoscaler.planner.witness import build as build_witness
 
 UPSCALING_FLOOR = 5
 UNKNOWN_PRICE_FACTOR = 2.0
 
 
-def plan(request: PlanRequest) -> Plan:
-    """The least-cost launches that place the request's demand."""
+def plan(request: PlanRequest, witness: bool = False) -> Plan:
+    """The least-cost launches that place the request's demand; ``witness``: with the proof
+    of what every node holds (:mod:`~autoscaler.planner.witness`)."""
     types = {t.name: t for t in sorted(request.node_types, key=lambda t: t.name)}
     policy = request.limits.accelerator_conservation
     if policy not in CONSERVATION_POLICIES:
@@ -67,10 +70,13 @@ def plan(request: PlanRequest) -> Plan:
             f"accelerator_conservation must be one of {', '.join(CONSERVATION_POLICIES)}"
         )
     notes: list[str] = []
-    items = build_items(request.demand, list(types.values()))
+    items = build_items(request.demand)
     assign_candidates(items, list(types.values()), policy)
     infeasible = [_infeasible(item, list(types.values())) for item in items if not item.candidates]
-    items = [item for item in items if item.candidates]
+    every_item = {item.index: item for item in items}
+    # A STRICT_SPREAD gang with a bundle no type holds is left out whole.
+    broken = {item.spread_group for item in items if not item.candidates} - {None}
+    items = [item for item in items if item.candidates and item.spread_group not in broken]
 
     existing_units = _existing_units(request.existing)
     min_launches = {
@@ -164,6 +170,7 @@ def plan(request: PlanRequest) -> Plan:
         deferred=tuple(deferred),
         notes=tuple(notes),
         node_lower_bound=node_bound,
+        witness=build_witness(realised.groups, every_item) if witness else None,
     )
 
 
@@ -205,6 +212,7 @@ def _kinds(
     eligible = {name: [item for item in items if name in item.candidates] for name in types}
     kinds: list[Kind] = []
     groups: dict[tuple, list[Bin]] = {}
+    members: dict[tuple, list[int]] = {}
     for index, node in enumerate(existing):
         host = _existing_bin(node, index)
         if node.node_type not in types:
@@ -215,6 +223,7 @@ def _kinds(
             tuple(sorted((r, tuple(s)) for r, s in host.devices.items())),
         )
         groups.setdefault(key, []).append(host)
+        members.setdefault(key, []).append(index)
     for key in sorted(groups):
         hosts = groups[key]
         kinds.append(
@@ -227,6 +236,7 @@ def _kinds(
                 new=False,
                 existing=True,
                 items=eligible[key[0]],
+                members=tuple(members[key]),
             )
         )
     for name, count in sorted(min_launches.items()):
@@ -265,10 +275,13 @@ class _Group:
     units: int
 
     def copies(self) -> dict[int, int]:
-        counts: dict[int, int] = defaultdict(int)
-        for host in self.hosts:
-            for index, n in host:
-                counts[index] += n
+        """Copies per item index on one unit (computed once: ``hosts`` never change)."""
+        counts = self.__dict__.get("_copies")
+        if counts is None:
+            counts = self.__dict__["_copies"] = defaultdict(int)
+            for host in self.hosts:
+                for index, n in host:
+                    counts[index] += n
         return counts
 
 

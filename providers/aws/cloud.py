@@ -47,7 +47,6 @@ class AwsCloud(Cloud):
     instance_type_field = "InstanceType"
     tag_value_limit = 256
     node_identity_script = NODE_IDENTITY_SCRIPT
-    emulator_module = "moto.server"
     ray_defaults = RAY_DEFAULTS
 
     def catalog_offer(
@@ -84,9 +83,6 @@ class AwsCloud(Cloud):
         from instance_catalog.live_refresh import refresh_aws
 
         return refresh_aws(request)
-
-    def emulator_argv(self, host: str, port: int) -> list[str]:
-        return ["-m", self.emulator_module, "-H", host, "-p", str(port)]
 
     def emulator_settings(self) -> dict[str, Any]:
         # The local EC2 accepts any key; a machine without an account has none, and real

@@ -59,12 +59,12 @@ from providers.gcp.errors import (
     is_unknown_member,
 )
 from providers.gcp.iam import IamApi
-from providers.gcp_tpu.slices import tpu_slice_type
+from providers.gcp.tpu.slices import tpu_slice_type
 
 logger = logging.getLogger(__name__)
 
 HEAD_PERMISSIONS: tuple[str, ...] = (
-    # Compute Engine VMs (providers/gcp_compute): aggregatedList, get, bulkInsert, delete,
+    # Compute Engine VMs (providers/gcp/compute): aggregatedList, get, bulkInsert, delete,
     # setLabels, and polling their zonal operations.
     "compute.instances.list",
     "compute.instances.get",
@@ -84,7 +84,7 @@ HEAD_PERMISSIONS: tuple[str, ...] = (
     "compute.subnetworks.useExternalIp",
     # The last lines of a VM's console, for nodes that never report.
     "compute.instances.getSerialPortOutput",
-    # Cloud TPU nodes and queued resources (providers/gcp_tpu): list, get, create, delete,
+    # Cloud TPU nodes and queued resources (providers/gcp/tpu): list, get, create, delete,
     # relabel (update), and polling their operations.
     "tpu.nodes.list",
     "tpu.nodes.get",

@@ -12,8 +12,8 @@ from google.protobuf import json_format
 from instance_catalog.gcp_refresh import build_snapshot
 from instance_catalog.live_refresh import RefreshReport, RefreshRequest
 from providers.gcp.api import cloud_call
-from providers.gcp_compute.client import ComputeApi
-from providers.gcp_tpu.client import TpuApi
+from providers.gcp.compute.client import ComputeApi
+from providers.gcp.tpu.client import TpuApi
 
 
 def gcp_snapshot(provider_config: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,14 +12,14 @@ from instance_catalog.catalog import Offer
 from instance_catalog.gcp import accelerator_zones, zone_fact_regions, zones_from_api
 from providers.base import ON_DEMAND, SPOT, Cloud, NodeTypeOffering, split_zones
 from providers.catalog import catalog_entry
-from providers.gcp.placement import placement, region_of
-from providers.gcp_compute.machine import (
+from providers.gcp.compute.machine import (
     GPU_FIELD,
     attached,
     attached_gpu_name,
     machine_type_name,
 )
-from providers.gcp_tpu.slices import slice_field, tpu_slice_type
+from providers.gcp.placement import placement, region_of
+from providers.gcp.tpu.slices import slice_field, tpu_slice_type
 
 if TYPE_CHECKING:
     from instance_catalog.live_refresh import RefreshReport, RefreshRequest
@@ -61,7 +61,6 @@ class GcpCloud(Cloud):
     instance_type_field = "machineType"
     tag_value_limit = 63
     node_identity_script = NODE_IDENTITY_SCRIPT
-    emulator_module = "providers.gcp.emulator"
     ray_defaults = RAY_DEFAULTS
 
     def catalog_offer(
@@ -122,6 +121,10 @@ class GcpCloud(Cloud):
         from providers.gcp.catalog_source import refresh_gcp
 
         return refresh_gcp(request)
+
+    def node_id_of(self, reported: str) -> str:
+        """An agent reports as ``zone/name``; the plugins' node id is the name."""
+        return reported.rpartition("/")[2]
 
     def with_boot_script(self, node_config: Mapping[str, Any], script: str) -> dict[str, Any]:
         """A VM's ``metadata`` is ``{items: [{key, value}]}``; a TPU node's is a map."""

@@ -30,11 +30,11 @@ from providers.base import (
 )
 from providers.gcp.account import GcpAccount
 from providers.gcp.cloud import GcpCloud
-from providers.gcp_tpu.slices import tpu_slice_type
+from providers.gcp.tpu.slices import tpu_slice_type
 
 _PLUGINS = {
-    "tpu": "providers.gcp_tpu.provider:GcpTpuNodeProvider",
-    "compute": "providers.gcp_compute.provider:GceNodeProvider",
+    "tpu": "providers.gcp.tpu.provider:GcpTpuNodeProvider",
+    "compute": "providers.gcp.compute.provider:GceNodeProvider",
 }
 
 

@@ -10,17 +10,16 @@ import time
 
 import pytest
 
-from accel.probe import HostProbe
-from accel.simulated import SimulatedHost, build
 from autoscaler.agent import NodeAgent
 from autoscaler.config import parse_cluster_config
 from autoscaler.reconciler import Reconciler
 from autoscaler.report import decode, encode
-from autoscaler.simulator import NodeSimulator, node_environment
 from autoscaler.state import StateStore
 from providers import cloud_for
-from providers.gcp_tpu import GcpTpuNodeProvider
-from providers.gcp_tpu.emulator import TpuCloud, TpuEmulator
+from providers.gcp.tpu import GcpTpuNodeProvider
+from providers.local.gcp.tpu import TpuCloud, TpuEmulator
+from providers.local.hosts import SimulatedHost, build, host_probe
+from providers.local.simulator import NodeSimulator, end_host_processes, node_environment
 from tests.fakes.clock import Clock
 
 GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
@@ -56,11 +55,12 @@ def env(tmp_path, monkeypatch):
         )
         provider = GcpTpuNodeProvider(config.spec.provider.model_dump(), "sim")
         yield config, provider, tmp_path
+        end_host_processes(f"{tmp_path}/")  # what the simulated hosts' boot scripts started
 
 
 def test_agent_reports_on_change_and_on_heartbeat(tmp_path):
     host = SimulatedHost("p4d.24xlarge", 96, 1152 * GIB, "nvidia", "A100-40G", 8, 40960)
-    probe = HostProbe.from_host(build(tmp_path / "root", host))
+    probe = host_probe(build(tmp_path / "root", host))
     sent = []
     clock = Clock()
     agent = NodeAgent(sent.append, probe, tmp_path / "state", clock)
@@ -80,7 +80,7 @@ def test_agent_reports_on_change_and_on_heartbeat(tmp_path):
 def test_a_lease_makes_the_node_busy_and_shows_in_free_shares(tmp_path):
     host = SimulatedHost("p4d.24xlarge", 96, 1152 * GIB, "nvidia", "A100-40G", 8, 40960)
     node_env = build(tmp_path / "root", host)
-    agent = NodeAgent(lambda r: None, HostProbe.from_host(node_env), tmp_path / "state")
+    agent = NodeAgent(lambda r: None, host_probe(node_env), tmp_path / "state")
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -119,8 +119,7 @@ def test_simulated_slice_reports_every_host_and_becomes_running(env):
     assert reconciler.tick().launched == {"tpu_v4_16": 1}
     simulator = NodeSimulator(config, provider, boot_delay_s=0, clock=clock)
     simulator.step()
-    (node,) = provider.nodes()
-    reports = [decode(node.tags, host) for host in range(2)]
+    reports = _reports(provider, hosts=2)
     assert [r.resources["TPU"] for r in reports] == [4, 4]
     assert "TPU-v4-16-head" in reports[0].resources
     assert "TPU-v4-16-head" not in reports[1].resources
@@ -138,6 +137,8 @@ def test_slice_whose_second_host_never_reports_is_replaced(env):
     (node,) = provider.nodes()
     simulator = NodeSimulator(config, provider, boot_delay_s=0, clock=clock)
     simulator.step()
+    _reports(provider, hosts=2)
+    simulator.stop_all()
     provider.set_tags([node.id], {key: "" for key in encode_keys(host=1)})  # host 1 is silent
     (view,) = reconciler.sync().views
     assert view.state == "waiting_for_report"
@@ -145,6 +146,18 @@ def test_slice_whose_second_host_never_reports_is_replaced(env):
     result = reconciler.tick()
     assert result.terminated == [node.id]
     assert result.launched == {"tpu_v4_16": 1}
+
+
+def _reports(provider, hosts: int, timeout_s: float = 60.0) -> list:
+    """Every host's report, once the simulated hosts' agents (started by their boot
+    scripts, in their own processes) have written them into the node's labels."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        (node,) = provider.nodes()
+        reports = [decode(node.tags, host) for host in range(hosts)]
+        if all(reports) or time.monotonic() > deadline:
+            return reports
+        time.sleep(0.2)
 
 
 def encode_keys(host: int) -> list[str]:
@@ -160,6 +173,7 @@ def test_node_run_on_a_simulated_host_gets_device_ids(env):
     reconciler.store.set_demand({"bundles": [{"TPU": 4}]}, 0)
     reconciler.tick()
     NodeSimulator(config, provider, boot_delay_s=0, clock=clock).step()
+    _reports(provider, hosts=2)
     (node,) = provider.nodes()
     done = subprocess.run(
         [

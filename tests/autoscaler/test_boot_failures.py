@@ -24,9 +24,9 @@ from autoscaler.state import StateStore
 from autoscaler.status_view import build_status
 from providers import cloud_for
 from providers.base import TAG_NODE_TYPE
-from providers.gcp.emulator import GcpEmulator
 from providers.gcp.provider import GcpNodeProvider
-from providers.gcp_compute.emulator import ComputeCloud
+from providers.local.gcp.compute import ComputeCloud
+from providers.local.gcp.server import GcpEmulator
 from tests.fakes.clock import Clock
 from tests.fakes.clusters import gcp_settings
 
@@ -279,7 +279,7 @@ def test_a_tpu_vm_has_no_console_and_the_event_says_so(make, clock, compute):
 
 
 def test_a_console_the_cloud_refuses_is_named_and_the_node_still_replaced(make, clock, compute):
-    from providers.gcp_compute.emulator import Fault
+    from providers.local.gcp.compute import Fault
 
     reconciler = make()
     demand(reconciler, {"GPU": 1})

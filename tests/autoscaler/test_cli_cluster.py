@@ -15,8 +15,8 @@ from autoscaler.cli import cli
 from autoscaler.cluster import state_path
 from autoscaler.state import StateStore
 from providers.base import TAG_NODE_TYPE
-from providers.gcp_tpu import GcpTpuNodeProvider
-from providers.gcp_tpu.emulator import TpuEmulator
+from providers.gcp.tpu import GcpTpuNodeProvider
+from providers.local.gcp.tpu import TpuEmulator
 from tests.fakes.clusters import write_cluster
 
 
@@ -255,8 +255,8 @@ def test_config_errors_exit_2(tmp_path):
 
 @pytest.fixture
 def emulated_yaml(tmp_path):
-    from autoscaler.simulator import stop_simulator
-    from providers.emulator import stop_emulator
+    from providers.local.servers import stop_emulator
+    from providers.local.simulator import stop_simulator
 
     provider = {
         "type": "gcp",

@@ -86,6 +86,7 @@ def test_json_output_is_exactly_the_documented_shape():
         "lower_bound_per_hour",
         "node_count",
         "node_lower_bound",
+        "planning_seconds",
     }
     assert output["launch"] == {"gpu_workers": 2}  # the CPU bundle fits on the head
     (infeasible,) = output["infeasible"]

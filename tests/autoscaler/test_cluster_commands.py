@@ -22,7 +22,7 @@ from autoscaler.status_view import build_status
 from autoscaler.teardown import teardown
 from providers import cloud_for
 from providers.base import NODE_KIND_HEAD, TAG_NODE_KIND, TAG_NODE_TYPE
-from providers.gcp_tpu.emulator import Fault, TpuCloud, TpuEmulator
+from providers.local.gcp.tpu import Fault, TpuCloud, TpuEmulator
 from tests.fakes.clusters import write_cluster
 
 GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit

@@ -18,7 +18,7 @@ from autoscaler.config import load_cluster_config
 from autoscaler.report_channel import ReportServer
 from autoscaler.state import LAUNCHED_INTENT, StateStore
 from providers.base import TAG_NODE_TYPE
-from providers.gcp_tpu.emulator import TpuCloud, TpuEmulator
+from providers.local.gcp.tpu import TpuCloud, TpuEmulator
 from tests.fakes.clusters import write_cluster
 
 AUTOSCALE = (sys.executable, "-m", "autoscaler")

@@ -11,8 +11,8 @@ from autoscaler.state import PENDING_INTENT, Intent, StateStore
 from providers import cloud_for
 from providers.base import TAG_LAUNCH_REQUEST, TAG_NODE_KIND, TAG_NODE_TYPE
 from providers.gcp.provider import GcpNodeProvider
-from providers.gcp_tpu import GcpTpuNodeProvider
-from providers.gcp_tpu.emulator import Fault, TpuCloud, TpuEmulator
+from providers.gcp.tpu import GcpTpuNodeProvider
+from providers.local.gcp.tpu import Fault, TpuCloud, TpuEmulator
 from tests.fakes.clock import Clock
 from tests.fakes.clusters import gcp_settings
 

@@ -12,10 +12,9 @@ from __future__ import annotations
 import pytest
 
 from accel.node import detect_node
-from accel.probe import HostProbe
-from accel.simulated import build
-from autoscaler.simulator import simulated_hosts
 from instance_catalog.catalog import load_catalog
+from providers.local.hosts import build, host_probe
+from providers.local.simulator import simulated_hosts
 
 SLICE_NAME = "my-slice"
 
@@ -36,7 +35,7 @@ def advertised(offer, host_index: int, tmp_path) -> tuple[dict, dict]:
     hosts = simulated_hosts(offer.instance_type, SLICE_NAME, offer.attached)
     host = hosts[host_index]
     env = build(tmp_path / f"host-{host_index}", host)
-    found = dict(detect_node(HostProbe.from_host(env)).resources)
+    found = dict(detect_node(host_probe(env)).resources)
     if host.tpu_slice_name:
         assert found.pop(host.tpu_slice_name) == 1.0
     return found, resources_for(offer.instance_type, offer.attached, tpu_worker=host_index)
@@ -70,15 +69,15 @@ def test_a_node_set_to_lnc_1_advertises_every_physical_core(tmp_path):
     offer = next(o for o in load_catalog().offers("aws") if o.label == "trn2.48xlarge")
     (host,) = simulated_hosts(offer.instance_type, "n")
     env = build(tmp_path, host)
-    default = detect_node(HostProbe.from_host(env)).resources["neuron_cores"]
-    lnc1 = detect_node(HostProbe.from_host({**env, "NEURON_LOGICAL_NC_CONFIG": "1"}))
+    default = detect_node(host_probe(env)).resources["neuron_cores"]
+    lnc1 = detect_node(host_probe({**env, "NEURON_LOGICAL_NC_CONFIG": "1"}))
     assert (default, lnc1.resources["neuron_cores"]) == (64, 128)
 
 
 def test_a_partitioned_gpu_is_a_share_with_its_own_token_only(tmp_path):
     offer = next(o for o in load_catalog().offers("aws") if o.label == "g6f.large")
     (host,) = simulated_hosts(offer.instance_type, "n")
-    found = detect_node(HostProbe.from_host(build(tmp_path, host))).resources
+    found = detect_node(host_probe(build(tmp_path, host))).resources
     assert found["GPU"] == 0.125
     assert "accelerator_type:L4-PARTITIONED" in found
     assert "accelerator_type:L4" not in found

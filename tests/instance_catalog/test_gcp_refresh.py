@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from autoscaler.cli import cli
 from instance_catalog import gcp
 from instance_catalog.catalog import load_catalog
-from providers.gcp.emulator import GcpEmulator
-from providers.gcp_compute.emulator import ComputeCloud, Fault
-from providers.gcp_tpu.emulator import TpuCloud
+from providers.local.gcp.compute import ComputeCloud, Fault
+from providers.local.gcp.server import GcpEmulator
+from providers.local.gcp.tpu import TpuCloud
 
 G2 = {
     "guestCpus": 8,

@@ -20,7 +20,7 @@ from instance_catalog.gcp_refresh import (
 from instance_catalog.tpu import gcp_data
 from providers import cloud_for
 from providers.errors import InvalidConfigError
-from providers.gcp_compute.machine import GPU_FIELD
+from providers.gcp.compute.machine import GPU_FIELD
 
 HEADER = (
     "InstanceType,vCPUs,MemoryGiB,AcceleratorName,AcceleratorCount,GpuInfo,"

@@ -285,11 +285,11 @@ def test_cpu_only_work_fills_big_nodes_of_a_flat_priced_family():
 def test_local_improvement_never_makes_a_plan_dearer_or_drops_work():
     from autoscaler.planner.improve import improve
     from autoscaler.planner.items import assign_candidates, build_items
-    from autoscaler.planner.patterns import Kind, Pattern
+    from autoscaler.planner.packing import Kind, Pattern
 
     types = [M6I_LARGE, CPU8]
     demand = Demand((BundleDemand({"CPU": 1}, 4),))
-    items = build_items(demand, types)
+    items = build_items(demand)
     assign_candidates(items, types)
     kinds = [
         Kind(i, t.name, t.price, None, (fresh_host(t, 0, -1),), True, items=items)
@@ -307,12 +307,12 @@ def test_local_improvement_never_makes_a_plan_dearer_or_drops_work():
 def test_exact_pricing_bounds_every_packing():
     from autoscaler.planner.items import build_items
     from autoscaler.planner.knapsack import best_unit
-    from autoscaler.planner.patterns import Kind, fit, pack
+    from autoscaler.planner.packing import Kind, fit, pack
 
     rng = random.Random(3)
     gpu2 = NodeType("gpu2", {"CPU": 8, "memory": 32 * GIB, "GPU": 2}, 1.1)
     shapes = [{"CPU": 1}, {"GPU": 0.6, "CPU": 1}, {"GPU": 0.5, "CPU": 1}, {"GPU": 1, "CPU": 2}]
-    items = build_items(Demand(tuple(BundleDemand(s, 4) for s in shapes)), [gpu2])
+    items = build_items(Demand(tuple(BundleDemand(s, 4) for s in shapes)))
     kind = Kind(0, "gpu2", 1.1, None, (fresh_host(gpu2, 0, -1),), True, items=items)
     caps = {item.index: item.count for item in items}
     for _ in range(20):

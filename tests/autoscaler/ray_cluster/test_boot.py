@@ -10,7 +10,7 @@ from autoscaler.cluster import open_cluster
 from autoscaler.config import load_cluster_config, parse_cluster_config
 from autoscaler.ray_cluster.client import RayCluster
 from providers.base import NODE_KIND_HEAD
-from providers.gcp_tpu.emulator import TpuEmulator
+from providers.local.gcp.tpu import TpuEmulator
 from tests.fakes.clusters import TPU_NODE_CONFIG, write_cluster
 
 pytest.importorskip("ray")  # RayCluster needs Ray
@@ -38,7 +38,8 @@ def test_the_head_starts_ray_and_the_monitor_with_a_cluster_yaml_that_loads(clus
     written = yaml.safe_load(body.split("\nACCEL_AUTOSCALER_CLUSTER_YAML\n", 1)[0])
     assert parse_cluster_config(written).spec == cluster.config.spec
     assert "export RAY_NODE_TYPE_NAME=head" in script and "RAY_ADDRESS" not in script
-    assert "pip install --quiet 'accel-autoscaler[ray]==" in script
+    assert "pip install --quiet 'accel-autoscaler[control]==" in script  # it runs the monitor
+    assert "command -v ray >/dev/null || python3 -m pip install --quiet 'ray[default]==" in script
 
 
 def test_workers_join_the_attached_ray_cluster(cluster):

@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from autoscaler.cli import cli
-from providers.gcp_tpu.emulator import TpuEmulator
+from providers.local.gcp.tpu import TpuEmulator
 from tests.fakes.clusters import write_cluster
 
 

@@ -11,7 +11,7 @@ from autoscaler.cluster import open_cluster
 from autoscaler.config import load_cluster_config
 from autoscaler.monitor import run_rounds
 from autoscaler.ray_cluster.client import RayCluster, RayUnavailableError
-from providers.gcp_tpu.emulator import TpuEmulator
+from providers.local.gcp.tpu import TpuEmulator
 from tests.fakes.clusters import write_cluster
 
 pytest.importorskip("ray")

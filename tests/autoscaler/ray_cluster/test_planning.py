@@ -11,7 +11,7 @@ from autoscaler.config import load_cluster_config
 from autoscaler.planner import BundleDemand, Demand
 from autoscaler.ray_cluster.state import RayNode, RayState
 from autoscaler.reconciler import Observation
-from providers.gcp_tpu.emulator import TpuEmulator
+from providers.local.gcp.tpu import TpuEmulator
 from tests.fakes.clusters import TPU_NODE_CONFIG, write_cluster
 
 TPU = {"TPU": 4.0}

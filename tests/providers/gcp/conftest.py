@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from providers.gcp_tpu import GcpTpuNodeProvider
-from providers.gcp_tpu.emulator import TpuCloud, TpuEmulator
+from providers.gcp.tpu import GcpTpuNodeProvider
+from providers.local.gcp.tpu import TpuCloud, TpuEmulator
 
 PROJECT = "test-project"
 ZONE = "us-central2-b"

@@ -24,13 +24,13 @@ from providers.gcp.account import (
     role_id,
     slug,
 )
-from providers.gcp.emulator import GcpEmulator
-from providers.gcp.iam_emulator import IamCloud, email_of
 from providers.gcp.provider import GcpNodeProvider
-from providers.gcp_compute import emulator as compute_emulator
-from providers.gcp_compute.emulator import ComputeCloud
-from providers.gcp_tpu import emulator as tpu_emulator
-from providers.gcp_tpu.emulator import TpuCloud
+from providers.local.gcp import compute as compute_emulator
+from providers.local.gcp import tpu as tpu_emulator
+from providers.local.gcp.compute import ComputeCloud
+from providers.local.gcp.iam import IamCloud, email_of
+from providers.local.gcp.server import GcpEmulator
+from providers.local.gcp.tpu import TpuCloud
 
 PROJECT = "test-project"
 CLUSTER = "alpha"

@@ -10,8 +10,8 @@ import yaml
 from click.testing import CliRunner
 
 from autoscaler.cli import cli
-from providers.gcp.emulator import GcpEmulator
-from providers.gcp.iam_emulator import email_of
+from providers.local.gcp.iam import email_of
+from providers.local.gcp.server import GcpEmulator
 
 PROJECT = "acct-project"
 ZONE = "us-central1-a"

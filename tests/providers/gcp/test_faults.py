@@ -13,8 +13,8 @@ from providers.errors import (
     QuotaError,
     ThrottledError,
 )
-from providers.gcp_tpu.emulator import Fault
-from providers.gcp_tpu.provider import node_id_for
+from providers.gcp.tpu.provider import node_id_for
+from providers.local.gcp.tpu import Fault
 from tests.providers.gcp.conftest import CLUSTER, PROJECT, ZONE
 
 V4_16 = {"acceleratorType": "v4-16"}

@@ -13,7 +13,7 @@ from providers.base import (
     TAG_NODE_STATUS,
     TAG_NODE_TYPE,
 )
-from providers.gcp_tpu.emulator import TpuCloud
+from providers.local.gcp.tpu import TpuCloud
 from tests.providers.gcp.conftest import CLUSTER, PROJECT, ZONE
 
 WORKER_TAGS = {TAG_NODE_TYPE: "tpu_v4", TAG_NODE_KIND: "worker"}

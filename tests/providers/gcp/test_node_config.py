@@ -6,7 +6,7 @@ import pytest
 
 from providers.base import ON_DEMAND, SPOT
 from providers.errors import InvalidConfigError
-from providers.gcp_tpu.launch import RUNTIME_VERSIONS
+from providers.gcp.tpu.launch import RUNTIME_VERSIONS
 
 
 def _created(provider, node_config: dict):

@@ -7,8 +7,8 @@ import pytest
 
 from providers import cloud_for
 from providers.errors import InvalidConfigError
+from providers.gcp.compute.machine import GPU_FIELD
 from providers.gcp.placement import placement
-from providers.gcp_compute.machine import GPU_FIELD
 
 GCP = cloud_for("gcp")
 PROVIDER = {"region": "us-central2", "availability_zone": "us-central2-b"}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from providers.base import CLOUD_PENDING, CLOUD_RUNNING, CLOUD_STOPPED, SPOT, TAG_NODE_TYPE
-from providers.gcp_tpu.emulator import Fault
+from providers.local.gcp.tpu import Fault
 from tests.providers.gcp.conftest import PROJECT, ZONE
 
 QUEUED = {"acceleratorType": "v4-8", "queuedResource": {"validUntilDuration": "3600s"}}

@@ -28,7 +28,7 @@ def server_url():
         [
             sys.executable,
             "-m",
-            "providers.gcp.emulator",
+            "providers.local.gcp.server",
             "--host",
             "127.0.0.1",
             "--port",

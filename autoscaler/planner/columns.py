@@ -1,0 +1,157 @@
+"""Column generation: patterns with a negative reduced cost at the master's duals.
+
+Greedy pricing packs each kind in three orders (by dual per dominant share, per summed share,
+per copy), then, once those find nothing, a wider search that starts a packing with each of
+the best-ranked items. Exact pricing (:mod:`~autoscaler.planner.knapsack`, small plans only)
+solves each kind's knapsack and yields Lagrangian bounds
+(:class:`~autoscaler.planner.bound.DualBound`). Round counts are fixed: the same input gives
+the same patterns on any machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from autoscaler.planner.bound import DualBound
+from autoscaler.planner.items import Item
+from autoscaler.planner.knapsack import best_unit
+from autoscaler.planner.master import Master
+from autoscaler.planner.packing import Kind, Pattern, fit, pack, pack_rows, replay, unit_vectors
+
+MAX_ROUNDS = 60
+"""Column-generation rounds at most (deterministic)."""
+WIDE_FIRST = 8
+"""The wider pricing search starts a packing with each of this many best-ranked items."""
+EXACT_ROUNDS = 6
+"""Rounds of exact pricing per phase at most (deterministic)."""
+
+
+def exact_rounds(
+    master: Master,
+    kinds: Sequence[Kind],
+    caps: Mapping[int, int],
+    by_index: Mapping[int, Item],
+    cost_phase: bool = False,
+) -> list[DualBound]:
+    """Price every kind exactly (after the greedy pricing found nothing): add the patterns
+    with a negative reduced cost, then the greedy search again; a Lagrangian relaxation per
+    round. Stops when exact pricing finds nothing (the LP is then optimal over all patterns)
+    or after :data:`EXACT_ROUNDS` rounds."""
+    found: list[DualBound] = []
+    for _ in range(EXACT_ROUNDS):
+        item_duals, kind_duals, _ = master.solve_lp()
+        value = sum(item_duals[i] * caps[i] for i in caps if i in item_duals)
+        unit_values = []
+        added = 0
+        for kind in kinds:
+            unit = best_unit(kind.hosts, kind.items, item_duals, caps, kind.needs_anchor, fit)
+            unit_values.append((kind.index, unit.value_bound))
+            if unit.contents is None:
+                continue
+            pattern = Pattern(kind.index, unit.contents)
+            if replay(kind, pattern, by_index) is None:
+                continue
+            worth = sum(item_duals[i] * n for i, n in pattern.totals().items())
+            reduced = master.unit_cost(kind) - worth - kind_duals[kind.index]
+            if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
+                added += 1
+        if cost_phase:
+            found.append(DualBound(value, tuple(unit_values)))
+        if not added:
+            break
+        column_generation(master, kinds, caps, MAX_ROUNDS)
+    return found
+
+
+def seed(
+    master: Master, kinds: Sequence[Kind], item: Item, caps: Mapping[int, int], best: int
+) -> list[Pattern]:
+    """Add the ``best`` cheapest-per-copy units holding only ``item`` (up to its cap); returns
+    them (whether or not the master had them already)."""
+    ranked = []
+    for kind in kinds:
+        if item not in kind.items or (kind.needs_anchor and item.rider):
+            continue
+        pattern = pack(kind, [item], {item.index: caps[item.index]})
+        if pattern is not None:
+            copies = pattern.totals()[item.index]
+            ranked.append((master.unit_cost(kind) / copies, kind.index, pattern))
+    chosen = [pattern for _, _, pattern in sorted(ranked, key=lambda r: r[:2])[:best]]
+    for pattern in chosen:
+        master.add(pattern)
+    return chosen
+
+
+def column_generation(
+    master: Master, kinds: Sequence[Kind], caps: Mapping[int, int], max_rounds: int
+) -> int:
+    """Add improving patterns until none is found; returns the rounds used."""
+    size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
+    cap_vector = np.zeros(size, np.int64)
+    for index, cap in caps.items():
+        if index < size:
+            cap_vector[index] = cap
+    for rounds in range(1, max_rounds + 1):
+        item_duals, kind_duals, _ = master.solve_lp()
+        duals = np.zeros(size)
+        for index, dual in item_duals.items():
+            if index < size:
+                duals[index] = dual
+        added = 0
+        for wide in (False, True):  # the wider search only once the quick one finds nothing
+            for kind in kinds:
+                for pattern in _price(kind, duals, cap_vector, wide):
+                    value = sum(item_duals[i] * n for i, n in pattern.totals().items())
+                    reduced = master.unit_cost(kind) - value - kind_duals[kind.index]
+                    if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
+                        added += 1
+            if added:
+                break
+        if not added:
+            return rounds
+    master.solve_lp()
+    return max_rounds
+
+
+def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) -> list[Pattern]:
+    """Candidate patterns for ``kind`` at these duals (per item index): greedy packings in
+    three orders, or (``wide``) the best of the packings that start with each item in turn."""
+    vectors = unit_vectors(kind)
+    values = duals[vectors.indices]
+    valued = np.flatnonzero(values > 1e-12)
+    riders = vectors.riders
+    if valued.size == 0 or (kind.needs_anchor and riders[valued].all()):
+        return []
+    kind_caps = caps[vectors.indices]
+    orders = []
+    for key in (-values / vectors.dominant, -values / vectors.summed, -values):
+        order = valued[np.lexsort((vectors.indices[valued], key[valued]))]
+        if kind.needs_anchor:  # accelerator work first, riders in the room it leaves
+            order = np.concatenate((order[~riders[order]], order[riders[order]]))
+        orders.append(order)
+
+    def worth(pattern: Pattern) -> float:
+        return sum(duals[i] * n for i, n in pattern.totals().items())
+
+    if wide:
+        base = orders[0]
+        best: tuple[float, Pattern] | None = None
+        for first in base[:WIDE_FIRST]:
+            if kind.needs_anchor and riders[first]:
+                continue
+            pattern = pack_rows(kind, np.concatenate(([first], base[base != first])), kind_caps)
+            if pattern is not None and (best is None or worth(pattern) > best[0] + 1e-12):
+                best = (worth(pattern), pattern)
+        return [] if best is None else [best[1]]
+    rider_indices = set(vectors.indices[riders].tolist())
+    found: list[Pattern] = []
+    for order in orders:
+        pattern = pack_rows(kind, order, kind_caps)
+        if pattern is None or pattern in found:
+            continue
+        if kind.needs_anchor and all(index in rider_indices for index in pattern.totals()):
+            continue
+        found.append(pattern)
+    return found

@@ -1,0 +1,260 @@
+"""The restricted master problem: patterns as HiGHS columns, their duals and integer plans.
+
+``min sum(cost[p] x[p])`` subject to every item's copies being covered (a STRICT_SPREAD gang
+is left unplaced only whole, at a penalty), per-kind and global unit limits, and optionally a
+cap on the cost (fewest units within a budget). The LP prices patterns for column generation
+(:mod:`~autoscaler.planner.columns`); the MIP over the same columns, with a deterministic node
+limit, makes plans integer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from autoscaler.planner.items import Item
+from autoscaler.planner.packing import Kind, Pattern, covered_copies
+from autoscaler.planner.solver import GUARD_TIME_S, SolverError, new_solver
+
+MIP_REL_GAP = 1e-3
+MIP_MAX_NODES = 400
+
+
+class Master:
+    """The restricted master program in HiGHS: item cover rows, kind and global limit rows."""
+
+    def __init__(
+        self,
+        items: Sequence[Item],
+        demand: Mapping[int, int],
+        kinds: Sequence[Kind],
+        limits: Mapping[int, int | None],
+        global_room: int | None,
+        penalty: float,
+        surcharge: float,
+    ) -> None:
+        import highspy
+
+        self.highspy = highspy
+        self.args = (items, demand, kinds, limits, global_room, penalty)
+        self.kinds = kinds
+        self.surcharge = surcharge
+        self.h = new_solver()
+        h = self.h
+        inf = highspy.kHighsInf
+        self.row_of = {item.index: row for row, item in enumerate(items)}
+        for item in items:
+            h.addRow(float(demand[item.index]), inf, 0, np.array([], np.int32), np.array([]))
+        self.limit_row: dict[int, int] = {}
+        for kind in kinds:
+            if limits[kind.index] is not None:
+                self.limit_row[kind.index] = h.getNumRow()
+                h.addRow(-inf, float(limits[kind.index]), 0, np.array([], np.int32), np.array([]))
+        self.global_row = None
+        if global_room is not None:
+            self.global_row = h.getNumRow()
+            h.addRow(-inf, float(global_room), 0, np.array([], np.int32), np.array([]))
+        self.cost_row = None
+        self.slack_cols: list[int] = []
+        rows_of: dict[tuple, list[int]] = {}
+        for item in items:  # copies left unplaced (whole gangs), at a penalty per bundle
+            key = ("item", item.index) if item.spread_group is None else ("gang", item.spread_group)
+            rows_of.setdefault(key, []).append(self.row_of[item.index])
+        self.slack_rows: list[list[int]] = []
+        for rows in rows_of.values():
+            self.slack_rows.append(rows)
+            self.slack_cols.append(h.getNumCol())
+            h.addCol(
+                penalty * len(rows),
+                0.0,
+                inf,
+                len(rows),
+                np.array(rows, np.int32),
+                np.ones(len(rows)),
+            )
+        self.patterns: list[Pattern] = []
+        self.cols: list[int] = []
+        self.known: set[Pattern] = set()
+
+    def unit_cost(self, kind: Kind) -> float:
+        return kind.cost + (self.surcharge if kind.new else 0.0)
+
+    def add(self, pattern: Pattern) -> bool:
+        if pattern in self.known:
+            return False
+        self.known.add(pattern)
+        kind = self.kinds[pattern.kind]
+        rows, vals = [], []
+        for index, copies in sorted(pattern.totals().items()):
+            if index in self.row_of:
+                rows.append(self.row_of[index])
+                vals.append(float(copies))
+        if not rows:
+            return False
+        if kind.index in self.limit_row:
+            rows.append(self.limit_row[kind.index])
+            vals.append(1.0)
+        if self.global_row is not None and kind.new:
+            rows.append(self.global_row)
+            vals.append(1.0)
+        if self.cost_row is not None and kind.cost:
+            rows.append(self.cost_row)
+            vals.append(kind.cost)
+        self.cols.append(self.h.getNumCol())
+        self.patterns.append(pattern)
+        self.h.addCol(
+            self.unit_cost(kind),
+            0.0,
+            self.highspy.kHighsInf,
+            len(rows),
+            np.array(rows, np.int32),
+            np.array(vals),
+        )
+        return True
+
+    def solve_lp(self) -> tuple[dict[int, float], dict[int, float], float]:
+        """Item duals, each kind's limit dual plus the global one (<= 0), and the LP value."""
+        self.h.run()
+        status = self.h.getModelStatus()
+        if status != self.highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"restricted master LP ended {self.h.modelStatusToString(status)}")
+        duals = list(self.h.getSolution().row_dual)
+        item_duals = {index: max(0.0, duals[row]) for index, row in self.row_of.items()}
+        global_dual = duals[self.global_row] if self.global_row is not None else 0.0
+        cost_dual = duals[self.cost_row] if self.cost_row is not None else 0.0
+        kind_duals = {
+            kind.index: (duals[self.limit_row[kind.index]] if kind.index in self.limit_row else 0.0)
+            + (global_dual if kind.new else 0.0)
+            + cost_dual * kind.cost
+            for kind in self.kinds
+        }
+        return item_duals, kind_duals, self.h.getInfo().objective_function_value
+
+    def lp_values(self) -> list[float]:
+        values = self.h.getSolution().col_value
+        return [values[col] for col in self.cols]
+
+    def lp_cost_and_units(self) -> tuple[float, float]:
+        """Cost (without surcharges) and new units of the current LP solution."""
+        values = self.h.getSolution().col_value
+        cost = units = 0.0
+        for pattern, col in zip(self.patterns, self.cols, strict=True):
+            kind = self.kinds[pattern.kind]
+            cost += kind.cost * values[col]
+            units += values[col] if kind.new else 0.0
+        return cost, units
+
+    def set_surcharge(self, surcharge: float) -> None:
+        """Change the per-unit surcharge of new units (every column's cost)."""
+        self.surcharge = surcharge
+        if self.cols:
+            costs = [self.unit_cost(self.kinds[p.kind]) for p in self.patterns]
+            self.h.changeColsCost(
+                len(self.cols), np.array(self.cols, np.int32), np.array(costs, np.float64)
+            )
+
+    def cap_cost(self, budget: float) -> None:
+        """Only plans whose units cost at most ``budget`` (patterns added later included)."""
+        costs = [self.kinds[p.kind].cost for p in self.patterns]
+        self.cost_row = self.h.getNumRow()
+        self.h.addRow(
+            -self.highspy.kHighsInf,
+            budget,
+            len(self.cols),
+            np.array(self.cols, np.int32),
+            np.array(costs, np.float64),
+        )
+
+    def on_support(self, extra: Sequence[Pattern] = ()) -> Master:
+        """The same program over the current LP solution's patterns and ``extra`` only: a MIP
+        over a few dozen columns has a cheap root, whatever the pool grew to."""
+        support = Master(*self.args, self.surcharge)
+        for pattern, value in zip(self.patterns, self.lp_values(), strict=True):
+            if value > 1e-9:
+                support.add(pattern)
+        for pattern in extra:
+            support.add(pattern)
+        support.solve_lp()
+        return support
+
+    def bound_rows(
+        self,
+        demand: Mapping[int, int],
+        limits: Mapping[int, int | None],
+        global_room: int | None,
+    ) -> None:
+        """Cover only ``demand`` and allow only these unit counts (for a dive)."""
+        inf = self.highspy.kHighsInf
+        for index, row in self.row_of.items():
+            self.h.changeRowBounds(row, float(demand.get(index, 0)), inf)
+        for index, row in self.limit_row.items():
+            self.h.changeRowBounds(row, -inf, float(limits[index]))
+        if self.global_row is not None:
+            self.h.changeRowBounds(self.global_row, -inf, float(global_room))
+
+    def solve_integer(
+        self,
+        notes: list[str],
+        absolute_gap: float = 0.0,
+        start: Mapping[Pattern, int] | None = None,
+        demand: Mapping[int, int] | None = None,
+        max_nodes: int = MIP_MAX_NODES,
+    ) -> list[int]:
+        """Units per pattern: the integer plan of least cost plus surcharges over the
+        generated patterns (falls back to the LP solution rounded down). ``start``: a plan
+        the search starts from (units per pattern, covering ``demand`` but for whole gangs)."""
+        highspy = self.highspy
+        h = self.h
+        lp_values = list(h.getSolution().col_value)
+        n = len(self.cols)
+        if n == 0:
+            return []
+        cols = np.array(self.cols, np.int32)
+        h.changeColsIntegrality(n, cols, np.array([highspy.HighsVarType.kInteger] * n))
+        h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
+        h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
+        h.setOptionValue("mip_allow_restart", False)
+        h.setOptionValue("mip_max_nodes", max_nodes)
+        if start is not None and demand is not None:
+            self._start(start, demand)
+        values = self._run_mip(notes, "integer plan")
+        if values is None:
+            notes.append("no integer plan over the patterns: LP solution rounded down")
+            return [math.floor(lp_values[c] + 1e-9) for c in self.cols]
+        return [round(values[c]) for c in self.cols]
+
+    def _start(self, start: Mapping[Pattern, int], demand: Mapping[int, int]) -> None:
+        values = [0.0] * self.h.getNumCol()
+        position = {pattern: col for pattern, col in zip(self.patterns, self.cols, strict=True)}
+        for pattern, units in start.items():
+            values[position[pattern]] = float(units)
+        covered = covered_copies(start)
+        for col, rows in zip(self.slack_cols, self.slack_rows, strict=True):
+            short = [
+                demand.get(index, 0) - covered.get(index, 0)
+                for index, row in self.row_of.items()
+                if row in rows
+            ]
+            values[col] = float(max([0, *short]))
+        solution = self.highspy.HighsSolution()
+        solution.col_value = values
+        solution.value_valid = True
+        self.h.setSolution(solution)
+
+    def _run_mip(self, notes: list[str], what: str) -> list[float] | None:
+        h = self.h
+        h.run()
+        status = h.getModelStatus()
+        ok = self.highspy.HighsModelStatus
+        if status == ok.kTimeLimit:
+            notes.append(f"{what}: solver time guard ({GUARD_TIME_S:g} s) reached")
+        elif status not in (ok.kOptimal, ok.kSolutionLimit, ok.kIterationLimit) and (
+            "node" not in h.modelStatusToString(status).lower()
+        ):
+            notes.append(f"{what}: solver ended {h.modelStatusToString(status)}")
+        info = h.getInfo()
+        if info.primal_solution_status != 2:  # no feasible solution
+            return None
+        return list(h.getSolution().col_value)

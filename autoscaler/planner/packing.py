@@ -1,0 +1,209 @@
+"""One unit of capacity and what it holds: kinds, patterns, and packing them.
+
+A *kind* is something units can be taken from: a launchable node type (price per unit, a
+per-type room) or a group of identical free capacity (running, pending or ``min_workers``
+hosts: cost 0, as many units as hosts). A *pattern* is one unit's contents, host by host,
+found by actually packing the unit with :class:`~autoscaler.planner.capacity.Bin` (per-device
+shares, STRICT_SPREAD slots, STRICT_PACK groups), so every pattern is realisable as it stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autoscaler.planner.capacity import Bin
+from autoscaler.planner.items import Item
+
+
+@dataclass(eq=False)
+class Kind:
+    index: int
+    node_type: str
+    cost: float
+    limit: int | None
+    """Units available (None: no limit of its own)."""
+    hosts: tuple[Bin, ...]
+    """One unit's hosts as they are before anything of this plan lands on them."""
+    new: bool
+    """Launched by this plan (counts against the cluster's worker room)."""
+    existing: bool = False
+    """Running or pending capacity (not ``min_workers`` units launched in this plan)."""
+    needs_anchor: bool = False
+    """A new accelerator unit: it must hold work other than riders."""
+    items: list[Item] = field(default_factory=list)
+    """Items one unit may hold."""
+    origin: object | None = None
+    """For room left on units already chosen: the planner's group of those units."""
+    members: tuple[int, ...] = ()
+    """Existing capacity: the indices (in the request) of the identical hosts it groups."""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: int
+    hosts: tuple[tuple[tuple[int, int], ...], ...]
+    """Per host, (item index, copies) in the order they were packed."""
+
+    def totals(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for host in self.hosts:
+            for index, copies in host:
+                counts[index] = counts.get(index, 0) + copies
+        return counts
+
+
+def fit(host: Bin, item: Item, limit: int) -> int:
+    """Copies of ``item`` that fit on ``host`` (at most ``limit``)."""
+    if limit <= 0:
+        return 0
+    if item.spread_group is not None:
+        taken = host.spread_slots.get(item.spread_group)
+        if taken is not None and taken != item.slot:
+            return 0
+    if len(item.parts) == 1:
+        return host.fit_count(item.parts[0], limit)
+    trial = host.copy(host.unit)
+    copies = 0
+    while copies < limit and trial.fits_all(item.parts):
+        for part in item.parts:
+            trial.place(part, 1)
+        copies += 1
+    return copies
+
+
+def put(host: Bin, item: Item, copies: int) -> None:
+    """Place ``copies`` of ``item`` (as :func:`fit` counted them)."""
+    if len(item.parts) == 1:
+        host.place(item.parts[0], copies)
+    else:
+        for _ in range(copies):
+            for part in item.parts:
+                host.place(part, 1)
+    if item.spread_group is not None:
+        host.spread_slots[item.spread_group] = item.slot
+
+
+def replay(kind: Kind, pattern: Pattern, items: Mapping[int, Item]) -> list[Bin] | None:
+    """One unit of ``pattern`` packed again (None if it no longer fits)."""
+    hosts = [h.copy(h.unit) for h in kind.hosts]
+    for host, content in zip(hosts, pattern.hosts, strict=False):
+        for index, copies in content:
+            item = items[index]
+            if fit(host, item, copies) < copies:
+                return None
+            put(host, item, copies)
+    return hosts
+
+
+def pack(kind: Kind, order: Sequence[Item], caps: Mapping[int, int]) -> Pattern | None:
+    """Greedy: each item in ``order`` as many times as fits (up to its cap), host by host."""
+    hosts = [h.copy(h.unit) for h in kind.hosts]
+    content: list[list[tuple[int, int]]] = [[] for _ in hosts]
+    left = dict(caps)
+    for item in order:
+        for position, host in enumerate(hosts):
+            copies = fit(host, item, left.get(item.index, 0))
+            if copies:
+                put(host, item, copies)
+                content[position].append((item.index, copies))
+                left[item.index] -= copies
+    if not any(content):
+        return None
+    return Pattern(kind.index, tuple(tuple(c) for c in content))
+
+
+def pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None:
+    """:func:`pack` with the order given as positions in ``kind.items`` and caps per position.
+
+    On a single-host kind the scalar resources of every remaining item are checked at once
+    (numpy) and only the first item they let through is fitted exactly (devices, gangs): the
+    same pattern as fitting each item in turn, without a Python call per item."""
+    items = kind.items
+    if len(kind.hosts) != 1 or len(order) < VECTOR_FROM:
+        return pack(kind, [items[r] for r in order], {items[r].index: int(caps[r]) for r in order})
+    vectors = unit_vectors(kind)
+    host = kind.hosts[0].copy(kind.hosts[0].unit)
+    needs = vectors.needs[order]
+    positive = needs > 0
+    divisor = np.where(positive, needs, 1)
+    limit = caps[order]
+    free = np.array([host.free.get(name, 0) for name in vectors.names], np.int64)
+    content: list[tuple[int, int]] = []
+    start = 0
+    while start < len(order):
+        room = np.where(positive[start:], free // divisor[start:], _NO_LIMIT).min(axis=1)
+        hits = np.flatnonzero(np.minimum(room, limit[start:]) > 0)
+        if hits.size == 0:
+            break
+        at = start + int(hits[0])
+        item = items[order[at]]
+        copies = fit(host, item, int(min(room[hits[0]], limit[at])))
+        if copies:
+            put(host, item, copies)
+            content.append((item.index, copies))
+            free -= needs[at] * copies
+        start = at + 1
+    if not content:
+        return None
+    return Pattern(kind.index, (tuple(content),))
+
+
+_NO_LIMIT = 1 << 40
+VECTOR_FROM = 48
+"""Orders at least this long are fitted in numpy (below, a call per item is cheaper)."""
+
+
+@dataclass(frozen=True)
+class UnitVectors:
+    """A kind's items as arrays (one row per position in ``kind.items``)."""
+
+    names: list[str]
+    needs: np.ndarray
+    """Units of each resource in ``names`` one copy needs."""
+    indices: np.ndarray
+    """Item index per row."""
+    dominant: np.ndarray
+    """Largest share of one unit's capacity one copy takes."""
+    summed: np.ndarray
+    """Sum of the shares of one unit's capacity one copy takes."""
+    riders: np.ndarray
+
+
+def unit_vectors(kind: Kind) -> UnitVectors:
+    """Computed once per kind (not a field: a replaced kind computes its own)."""
+    cached = kind.__dict__.get("_vectors")
+    if cached is not None:
+        return cached
+    capacity: dict[str, int] = {}
+    for host in kind.hosts:
+        for name, quantity in host.free.items():
+            capacity[name] = capacity.get(name, 0) + max(quantity, 0)
+    names = sorted({n for item in kind.items for n in item.needs} | set(capacity))
+    column = {name: j for j, name in enumerate(names)}
+    needs = np.zeros((len(kind.items), len(names)), np.int64)
+    for position, item in enumerate(kind.items):
+        for name, need in item.needs.items():
+            needs[position, column[name]] = need
+    total = np.array([capacity.get(name, 0) for name in names], np.float64)
+    shares = np.where(total > 0, needs / np.where(total > 0, total, 1.0), 0.0)
+    cached = UnitVectors(
+        names,
+        needs,
+        np.array([item.index for item in kind.items], np.int64),
+        np.maximum(shares.max(axis=1, initial=0.0), 1e-9),
+        np.maximum(shares.sum(axis=1), 1e-9),
+        np.array([item.rider for item in kind.items], bool),
+    )
+    kind.__dict__["_vectors"] = cached
+    return cached
+
+
+def covered_copies(chosen: Mapping[Pattern, int]) -> dict[int, int]:
+    covered: dict[int, int] = {}
+    for pattern, units in chosen.items():
+        for index, copies in pattern.totals().items():
+            covered[index] = covered.get(index, 0) + copies * units
+    return covered

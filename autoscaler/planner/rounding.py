@@ -1,0 +1,287 @@
+"""Integer plans from column generation: rounding, diving, improvement, fewest units.
+
+Gilmore-Gomory over patterns (:mod:`~autoscaler.planner.columns`) finds the cheapest
+fractional mix; fewer nodes: a second phase prices each new unit at :data:`NODE_PRICING` of
+the average unit cost, so patterns of bigger units are generated too. Integer plan: the units
+the LP takes whole are kept (each new unit priced at :data:`NODE_TOLERANCE`, so bigger units
+win ties); the remainder (a few units per basic pattern) gets its own column generation,
+seeded with small single-item units, and a MIP over that LP's support. Small plans
+(:data:`EXACT_UNITS`): every kind is also priced exactly, which gives Lagrangian cost bounds,
+and a dive makes a second integer plan; the better one after
+:mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
+pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP takes one
+with the fewest new units (:data:`FEWEST_UNITS_MAX`). Every work limit is a count; nothing
+depends on wall-clock time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from autoscaler.planner.bound import DualBound
+from autoscaler.planner.columns import MAX_ROUNDS, column_generation, exact_rounds, seed
+from autoscaler.planner.improve import improve
+from autoscaler.planner.items import Item
+from autoscaler.planner.master import MIP_REL_GAP, Master
+from autoscaler.planner.packing import Kind, Pattern, covered_copies
+
+RESIDUAL_SEEDS = 3
+"""Single-item units offered per item for the remainder (small units round better)."""
+NODE_TOLERANCE = 0.005
+"""Fewer nodes at (nearly) equal cost: a plan may cost at most this fraction more than the
+cheapest one found to launch fewer units. While rounding, each new unit is also priced at
+this fraction of the average unit cost of the cheapest fractional plan (ties go to bigger
+units)."""
+NODE_PRICING = 0.03
+"""While generating patterns for fewer nodes, each new unit is priced at this fraction of the
+average unit cost: bigger-unit patterns enter the pool the fewest-nodes step chooses from
+(what a plan may cost more is still :data:`NODE_TOLERANCE`)."""
+FEWEST_UNITS_MAX = 60
+"""The fewest-nodes step (a MIP over every pattern seen) runs for plans of at most this many
+new units; bigger plans are within a few percent of their node bound already and the MIP
+would cost more time than the target allows."""
+FEWEST_MIP_NODES = 100
+"""Branch-and-bound nodes for the fewest-nodes MIP (deterministic; it starts from a plan)."""
+TIE_BREAK = 1e-3
+"""Per-unit surcharge, as a fraction of the cheapest price, so equal-cost patterns favour
+bigger units (it changes any plan's cost by at most this fraction)."""
+EXACT_UNITS = 20
+"""Exact pricing (:mod:`~autoscaler.planner.knapsack`) when the cheapest fractional plan has
+at most this many new units: there rounding and missed patterns weigh most, and the
+Lagrangian bounds it yields are what make small plans' bounds tight."""
+DIVE_STEPS = 80
+"""Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
+(at least one), plan the rest again with patterns made for what is left, at most this many
+times; then a MIP over every pattern seen, started from the dive's plan."""
+
+
+@dataclass
+class Result:
+    kinds: list[Kind]
+    """The kinds the patterns refer to (by position)."""
+    chosen: list[tuple[Pattern, int]]
+    """Patterns and how many units of each."""
+    unplaced: dict[int, int]
+    notes: list[str]
+    dual_bounds: list[DualBound] = field(default_factory=list)
+    """Lagrangian relaxations of placing the whole demand (exact pricing only)."""
+
+
+def generate(
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    kinds: Sequence[Kind],
+    global_room: int | None,
+) -> Result:
+    """Patterns and units per pattern that cover ``demand`` (copies per item index)."""
+    notes: list[str] = []
+    items = [item for item in items if demand.get(item.index, 0) > 0]
+    wanted = {item.index for item in items}
+    kinds = [
+        replace(kind, index=position, items=[i for i in kind.items if i.index in wanted])
+        for position, kind in enumerate(k for k in kinds if k.limit != 0)
+    ]
+    kinds = [
+        replace(kind, index=position) for position, kind in enumerate(k for k in kinds if k.items)
+    ]
+    if not items or not kinds:
+        return Result(kinds, [], {i.index: demand[i.index] for i in items}, notes)
+    by_index = {item.index: item for item in items}
+    prices = [kind.cost for kind in kinds if kind.new and kind.cost > 0]
+    surcharge = TIE_BREAK * min(prices, default=1.0)
+    penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
+    limits = {kind.index: kind.limit for kind in kinds}
+    master = Master(items, demand, kinds, limits, global_room, penalty, surcharge)
+    caps = {index: demand[index] for index in by_index}
+
+    for item in items:  # start: a unit of the cheapest kind per copy, holding it alone
+        seed(master, kinds, item, caps, 1)
+
+    rounds = column_generation(master, kinds, caps, MAX_ROUNDS)
+    lp_cost, lp_units = master.lp_cost_and_units()
+    exact = lp_units <= EXACT_UNITS
+    dual_bounds: list[DualBound] = []
+    if exact:
+        dual_bounds += exact_rounds(master, kinds, caps, by_index, cost_phase=True)
+        lp_cost, lp_units = master.lp_cost_and_units()
+    # Fewer nodes: price each new unit at NODE_PRICING of the average unit cost of the
+    # cheapest (fractional) plan and generate the patterns that favours; round under the
+    # NODE_TOLERANCE price.
+    if lp_units > 0 and lp_cost > 0:
+        master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
+        rounds += column_generation(master, kinds, caps, MAX_ROUNDS)
+        if exact:
+            dual_bounds += exact_rounds(master, kinds, caps, by_index)
+        master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
+        master.solve_lp()
+
+    pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
+    args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool)
+    plans = [_round(*args)]
+    if exact:  # a second integer plan by diving; the better one (after improvement) is kept
+        plans.append(_dive(*args))
+    plans = [
+        dict(improve(list(p.items()), kinds, by_index, demand, global_room, master.surcharge))
+        for p in plans
+    ]
+    for plan in plans:
+        pool.update(dict.fromkeys(plan))
+    taken = min(plans, key=lambda p: _objective(master, p, demand))
+    taken = _fewest_units(taken, list(pool), items, demand, kinds, limits, global_room, notes)
+    if rounds >= 2 * MAX_ROUNDS:
+        notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
+    chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
+    covered = covered_copies(taken)
+    unplaced = {
+        index: demand[index] - covered.get(index, 0)
+        for index in by_index
+        if covered.get(index, 0) < demand[index]
+    }
+    return Result(kinds, chosen, unplaced, notes, dual_bounds)
+
+
+def _round(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
+    """Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
+    pattern) is planned again with patterns generated for it, then solved as a MIP."""
+    by_index = {item.index: item for item in items}
+    lp_cost, _ = master.lp_cost_and_units()
+    taken: dict[Pattern, int] = {}
+    for pattern, value in zip(master.patterns, master.lp_values(), strict=True):
+        if math.floor(value + 1e-9) > 0:
+            taken[pattern] = math.floor(value + 1e-9)
+    covered = covered_copies(taken)
+    rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
+    if not rest:
+        return taken
+    rest_limits, rest_room = _room_left(taken, kinds, global_room)
+    rest_items = [by_index[i] for i in sorted(rest)]
+    residual = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
+    for pattern in master.patterns:
+        residual.add(pattern)
+    seeded = [  # small units for what is left: each item alone
+        pattern
+        for item in rest_items
+        for pattern in seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
+    ]
+    column_generation(residual, kinds, rest, MAX_ROUNDS)
+    pool.update(dict.fromkeys(residual.patterns))
+    support = residual.on_support(seeded)  # the MIP: the LP's support and single-item units
+    for pattern, units in zip(
+        support.patterns, support.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
+    ):
+        if units > 0:
+            taken[pattern] = taken.get(pattern, 0) + units
+    return taken
+
+
+def _room_left(
+    taken: Mapping[Pattern, int], kinds: Sequence[Kind], global_room: int | None
+) -> tuple[dict[int, int | None], int | None]:
+    """Units each kind, and new units the cluster, may still take beside ``taken``."""
+    used: dict[int, int] = {}
+    for pattern, units in taken.items():
+        used[pattern.kind] = used.get(pattern.kind, 0) + units
+    limits = {k.index: None if k.limit is None else k.limit - used.get(k.index, 0) for k in kinds}
+    if global_room is None:
+        return limits, None
+    return limits, global_room - sum(u for k, u in used.items() if kinds[k].new)
+
+
+def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
+    """Integer plan by diving: fix the units the LP takes whole, and where it takes none the
+    pattern it takes most of; plan what is left again (patterns made for it); repeat. Then a
+    MIP over every pattern seen, started from the dive's plan, may combine them better."""
+    lp_cost, _ = master.lp_cost_and_units()
+    dive = Master(items, demand, kinds, limits, global_room, penalty, master.surcharge)
+    for pattern in master.patterns:
+        dive.add(pattern)
+    fixed: dict[Pattern, int] = {}
+    for _ in range(DIVE_STEPS):
+        covered = covered_copies(fixed)
+        rest = {i: max(0, n - covered.get(i, 0)) for i, n in demand.items()}
+        if not any(rest.values()):
+            break
+        rest_limits, rest_room = _room_left(fixed, kinds, global_room)
+        dive.bound_rows(rest, rest_limits, rest_room)
+        for item in items:
+            if rest[item.index]:
+                seed(dive, kinds, item, rest, 1)
+        column_generation(dive, kinds, rest, MAX_ROUNDS)
+        values = dive.lp_values()
+        step = {
+            pattern: math.floor(value + 1e-6)
+            for pattern, value in zip(dive.patterns, values, strict=True)
+            if value > 1 - 1e-6
+        }
+        if not step:
+            best = max(range(len(values)), key=lambda c: (values[c], -c), default=None)
+            if best is None or values[best] < 1e-6:
+                break  # what is left stays unplaced (limits)
+            step = {dive.patterns[best]: 1}
+        for pattern, units in step.items():
+            fixed[pattern] = fixed.get(pattern, 0) + units
+    pool.update(dict.fromkeys(dive.patterns))
+    final = Master(items, demand, kinds, limits, global_room, penalty, master.surcharge)
+    for pattern in dive.patterns:
+        final.add(pattern)
+    final.solve_lp()
+    units = final.solve_integer(notes, MIP_REL_GAP * lp_cost, start=fixed, demand=demand)
+    chosen = {p: u for p, u in zip(final.patterns, units, strict=True) if u > 0}
+    return (
+        chosen if _objective(final, chosen, demand) <= _objective(final, fixed, demand) else fixed
+    )
+
+
+def _fewest_units(
+    taken: Mapping[Pattern, int],
+    pool: Sequence[Pattern],
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    kinds: Sequence[Kind],
+    limits: Mapping[int, int | None],
+    global_room: int | None,
+    notes: list[str],
+) -> Mapping[Pattern, int]:
+    """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
+    :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP with a deterministic
+    node limit, started from ``taken``); ``taken`` where none has fewer."""
+    new_units = sum(u for p, u in taken.items() if kinds[p.kind].new)
+    if not 1 < new_units <= FEWEST_UNITS_MAX:
+        return taken
+    covered = covered_copies(taken)
+    placed = {index: min(n, covered.get(index, 0)) for index, n in demand.items()}
+    cost = sum(kinds[p.kind].cost * u for p, u in taken.items())
+    budget = cost * (1 + NODE_TOLERANCE) + 1e-9
+    weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
+    penalty = weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
+    by_index = {item.index: item for item in items}
+    # Local moves first (cheap; they trade cost for fewer units within the budget), then a
+    # MIP over every pattern seen started from their result.
+    moved = dict(improve(list(taken.items()), kinds, by_index, placed, global_room, weight, budget))
+    master = Master(items, placed, kinds, limits, global_room, penalty, weight)
+    for pattern in [*pool, *moved]:
+        master.add(pattern)
+    master.cap_cost(budget)
+    column_generation(master, kinds, placed, MAX_ROUNDS)
+    units = master.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
+    chosen = {p: u for p, u in zip(master.patterns, units, strict=True) if u > 0}
+
+    def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
+        within = sum(kinds[p.kind].cost * u for p, u in plan.items()) <= budget
+        covers = all(covered_copies(plan).get(i, 0) >= n for i, n in placed.items())
+        if not (within and covers):
+            return (float("inf"), 0.0)
+        new = sum(u for p, u in plan.items() if kinds[p.kind].new)
+        return (new, sum(kinds[p.kind].cost * u for p, u in plan.items()))
+
+    return min((taken, moved, chosen), key=rank)
+
+
+def _objective(master: Master, chosen: Mapping[Pattern, int], demand: Mapping[int, int]) -> float:
+    """Cost plus surcharges plus the penalty of what is left unplaced."""
+    covered = covered_copies(chosen)
+    cost = sum(master.unit_cost(master.kinds[p.kind]) * u for p, u in chosen.items())
+    short = sum(max(0, n - covered.get(i, 0)) for i, n in demand.items())
+    return cost + 1000.0 * max([k.cost for k in master.kinds] + [1.0]) * short

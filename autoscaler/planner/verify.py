@@ -1,0 +1,252 @@
+"""Check a plan's witness against its request, in time linear in their size.
+
+Independent of how the plan was found: every bundle's resources are read from the request's
+demand (by the witness's source references), every host's capacity from its node type or
+existing node, so a witness that claims too much fails whatever the planner believed. Checks:
+
+- every bundle of the demand is placed exactly once or listed unplaced, and nothing that an
+  available node type with room could hold is left unplaced;
+- launched units per node type stay within the plan's launches (deferred ones included);
+  every existing node is used at most once;
+- every host within its resources, every device within its share (a fraction of a device on
+  one device, a whole request on fully free devices);
+- STRICT_SPREAD: no host holds two bundles of one group; STRICT_PACK: a host holds whole
+  groups (as many copies of each of the group's bundles); each group placed whole or not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from accel.allocation import SHARE_UNITS
+from autoscaler.planner.capacity import share_vector
+from autoscaler.planner.items import DEVICE_RESOURCES, device_shares
+from autoscaler.planner.model import STRICT_PACK, STRICT_SPREAD, PlanRequest, Resources
+
+Key = tuple[int, int | None, int]
+"""(group or -1, bundle within the group or None, bundle index)."""
+
+
+def verify(
+    request: PlanRequest, witness: Mapping[str, Any], launched: Mapping[str, int]
+) -> list[str]:
+    """Problems found (empty: the witness proves the plan). ``launched``: units per node type
+    the plan launches or defers."""
+    checker = _Checker(request)
+    units: dict[str, int] = {}
+    for position, node in enumerate(witness.get("nodes", [])):
+        node_type = checker.types.get(node.get("node_type"))
+        count = int(node.get("count", 0))
+        label = f"nodes[{position}] ({node.get('node_type')})"
+        if node_type is None or count < 1:
+            checker.problems.append(f"{label}: unknown node type or count {count}")
+            continue
+        units[node_type.name] = units.get(node_type.name, 0) + count
+        hosts = node.get("hosts", [])
+        if len(hosts) > node_type.hosts:
+            checker.problems.append(f"{label}: {len(hosts)} hosts, the type has {node_type.hosts}")
+            continue
+        for host, holds in enumerate(hosts):
+            capacity = node_type.host_resources(host)
+            devices = _devices(capacity, node_type.devices)
+            checker.host(f"{label} host {host}", capacity, devices, holds, count)
+    for name, count in sorted(units.items()):
+        if count > launched.get(name, 0):
+            checker.problems.append(
+                f"{count} units of {name} hold demand, the plan launches {launched.get(name, 0)}"
+            )
+    seen: set[int] = set()
+    for entry in witness.get("existing", []):
+        index = entry.get("node")
+        if not isinstance(index, int) or not 0 <= index < len(request.existing) or index in seen:
+            checker.problems.append(f"existing node {index!r}: unknown or used twice")
+            continue
+        seen.add(index)
+        node = request.existing[index]
+        devices = _devices(node.free, {})
+        for name, shares in node.device_free.items():
+            devices[name] = [round(s * SHARE_UNITS) for s in shares]
+        checker.host(f"existing[{index}]", node.free, devices, entry.get("holds", []), 1)
+    for entry in witness.get("unplaced", []):
+        key = checker.key(entry.get("source", {}))
+        if key is not None:
+            checker.unplaced[key] = checker.unplaced.get(key, 0) + int(entry.get("count", 0))
+    checker.totals(launched)
+    return checker.problems
+
+
+class _Checker:
+    def __init__(self, request: PlanRequest) -> None:
+        self.request = request
+        self.types = {t.name: t for t in request.node_types}
+        self.problems: list[str] = []
+        self.placed: dict[Key, int] = {}
+        self.unplaced: dict[Key, int] = {}
+        self.needs: dict[Key, dict[str, int]] = {}
+
+    def key(self, source: Mapping[str, Any]) -> Key | None:
+        """The demand bundle a source names (None, with a problem, when it names none)."""
+        demand = self.request.demand
+        if "placement_group" in source:
+            group, bundle = source.get("placement_group"), source.get("bundle")
+            if (
+                isinstance(group, int)
+                and 0 <= group < len(demand.placement_groups)
+                and isinstance(bundle, int)
+                and 0 <= bundle < len(demand.placement_groups[group].bundles)
+            ):
+                return (group, bundle, 0)
+        else:
+            bundle = source.get("bundle")
+            if isinstance(bundle, int) and 0 <= bundle < len(demand.bundles):
+                return (-1, None, bundle)
+        self.problems.append(f"source {dict(source)} names no bundle of the demand")
+        return None
+
+    def resources(self, key: Key) -> Resources:
+        group, bundle, index = key
+        if group < 0:
+            return self.request.demand.bundles[index].resources
+        return self.request.demand.placement_groups[group].bundles[bundle]
+
+    def host(self, label, capacity, devices, holds: Sequence[Mapping], units: int) -> None:
+        free = share_vector(capacity)
+        used: dict[str, int] = {}
+        device_used: dict[str, list[int]] = {name: [0] * len(s) for name, s in devices.items()}
+        spread: dict[int, int] = {}
+        packed: dict[int, dict[int, int]] = {}
+        for placement in holds:
+            key = self.key(placement.get("source", {}))
+            copies = int(placement.get("count", 0))
+            if key is None or copies < 1:
+                continue
+            self.placed[key] = self.placed.get(key, 0) + copies * units
+            needs = self.needs.get(key)
+            if needs is None:
+                needs = self.needs[key] = share_vector(self.resources(key))
+            for name, need in needs.items():
+                used[name] = used.get(name, 0) + need * copies
+            self._devices(label, key, needs, copies, placement.get("devices", {}), device_used)
+            group, bundle, _ = key
+            if group >= 0:
+                strategy = self.request.demand.placement_groups[group].strategy
+                if strategy == STRICT_SPREAD and spread.setdefault(group, bundle) != bundle:
+                    self.problems.append(f"{label}: two bundles of STRICT_SPREAD group {group}")
+                if strategy == STRICT_PACK:
+                    counts = packed.setdefault(group, {})
+                    counts[bundle] = counts.get(bundle, 0) + copies
+        for name, total in sorted(used.items()):
+            if total > free.get(name, 0):
+                self.problems.append(
+                    f"{label}: {name} {total / SHARE_UNITS:g} placed, "
+                    f"{free.get(name, 0) / SHARE_UNITS:g} available"
+                )
+        for name, per_device in sorted(device_used.items()):
+            for device, total in enumerate(per_device):
+                if total > devices[name][device]:
+                    self.problems.append(f"{label}: {name} device {device} over its share")
+        for group, counts in sorted(packed.items()):
+            size = len(self.request.demand.placement_groups[group].bundles)
+            if len(counts) != size or len(set(counts.values())) != 1:
+                self.problems.append(f"{label}: STRICT_PACK group {group} split across nodes")
+
+    def _devices(self, label, key, needs, copies, granted, device_used) -> None:
+        for name, share in needs.items():
+            if name not in device_used:
+                continue
+            total = 0
+            for device, quantity in granted.get(name, []):
+                units = round(quantity * SHARE_UNITS)
+                whole = share >= SHARE_UNITS
+                if (
+                    not 0 <= device < len(device_used[name])
+                    or units <= 0
+                    or (units != SHARE_UNITS if whole else units % share)
+                ):
+                    self.problems.append(f"{label}: bad {name} grant on device {device}")
+                    continue
+                device_used[name][device] += units
+                total += units
+            if total != share * copies:
+                self.problems.append(
+                    f"{label}: {copies} x {_name(key)} granted {total / SHARE_UNITS:g} {name}"
+                    f" on devices, needs {share * copies / SHARE_UNITS:g}"
+                )
+
+    def totals(self, launched: Mapping[str, int]) -> None:
+        demand = self.request.demand
+        expected: dict[Key, int] = {(-1, None, i): b.count for i, b in enumerate(demand.bundles)}
+        for g, group in enumerate(demand.placement_groups):
+            for j in range(len(group.bundles)):
+                expected[(g, j, 0)] = group.count
+        for key, count in expected.items():
+            placed, left = self.placed.get(key, 0), self.unplaced.get(key, 0)
+            if placed + left != count:
+                self.problems.append(
+                    f"{_name(key)}: {placed} placed and {left} unplaced of {count}"
+                )
+        for g, group in enumerate(demand.placement_groups):
+            if group.strategy in (STRICT_SPREAD, STRICT_PACK):
+                placed = {self.placed.get((g, j, 0), 0) for j in range(len(group.bundles))}
+                if len(placed) > 1:
+                    self.problems.append(f"placement_groups[{g}]: not placed whole")
+        self._feasible_left_out(launched)
+
+    def _feasible_left_out(self, launched: Mapping[str, int]) -> None:
+        """Unplaced demand that a fresh host of an available type with room left holds
+        (scalar resources; STRICT_SPREAD gangs bundle by bundle, STRICT_PACK groups
+        together). Not checked under a cluster-wide max_workers."""
+        if self.request.limits.max_workers is not None:
+            return
+        present: dict[str, int] = {}
+        for node in self.request.existing:
+            if node.host == 0:
+                present[node.node_type] = present.get(node.node_type, 0) + 1
+        hosts = [
+            share_vector(t.host_resources(0))
+            for t in self.request.node_types
+            if t.available
+            and (
+                t.max_workers is None
+                or launched.get(t.name, 0) + present.get(t.name, 0) < t.max_workers
+            )
+        ]
+        demand = self.request.demand
+        for key, left in sorted(self.unplaced.items(), key=lambda kv: _name(kv[0])):
+            if left <= 0:
+                continue
+            group, _, _ = key
+            if group < 0:
+                shapes = [share_vector(self.resources(key))]
+            else:
+                pg = demand.placement_groups[group]
+                members = [share_vector(b) for b in pg.bundles]
+                if pg.strategy == STRICT_PACK:
+                    summed: dict[str, int] = {}
+                    for member in members:
+                        for name, need in member.items():
+                            summed[name] = summed.get(name, 0) + need
+                    members = [summed]
+                shapes = members if pg.strategy in (STRICT_PACK, STRICT_SPREAD) else members[:0]
+                shapes = shapes or [share_vector(self.resources(key))]
+            if all(any(_holds(host, shape) for host in hosts) for shape in shapes):
+                self.problems.append(f"{_name(key)}: {left} feasible left unplaced")
+
+
+def _holds(host: Mapping[str, int], shape: Mapping[str, int]) -> bool:
+    return all(need <= host.get(name, 0) for name, need in shape.items())
+
+
+def _devices(capacity: Resources, counts: Mapping[str, int]) -> dict[str, list[int]]:
+    """Per device resource of a host: each device's share, in units."""
+    return {
+        name: device_shares(quantity, counts.get(name))
+        for name, quantity in capacity.items()
+        if name in DEVICE_RESOURCES and quantity > 0
+    }
+
+
+def _name(key: Key) -> str:
+    group, bundle, index = key
+    return f"bundles[{index}]" if group < 0 else f"placement_groups[{group}].bundles[{bundle}]"

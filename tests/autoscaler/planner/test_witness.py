@@ -1,0 +1,271 @@
+"""Every plan carries its proof: the witness says what each node holds, and the checker
+rejects a witness that over-packs a node, drops a bundle or splits a strict group."""
+
+import copy
+import json
+import os
+import random
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autoscaler.config import parse_cluster_config
+from autoscaler.demand import parse_demand
+from autoscaler.planner import (
+    BundleDemand,
+    Demand,
+    ExistingNode,
+    Limits,
+    NodeType,
+    PlacementGroupDemand,
+    PlanRequest,
+    plan,
+)
+from autoscaler.planner.verify import verify
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from planner_problems import PROBLEM_KINDS, mixed_problem  # noqa: E402
+
+GIB = 2**30
+CPU8 = NodeType("m6i.2xlarge", {"CPU": 8, "memory": 32 * GIB}, 0.384)
+T4X4 = NodeType(
+    "g4dn.12xlarge", {"CPU": 48, "memory": 192 * GIB, "GPU": 4, "accelerator_type:T4": 1}, 3.912
+)
+V4_16 = NodeType(
+    "v4-16",
+    {"CPU": 240, "memory": 400 * GIB, "TPU": 4, "accelerator_type:TPU-V4": 1},
+    25.76,
+    hosts=2,
+    head_resources={"TPU-v4-16-head": 1},
+)
+
+
+def _request(types, bundles=(), groups=(), existing=()):
+    demand = Demand(tuple(BundleDemand(r, n) for r, n in bundles), tuple(groups))
+    return PlanRequest(tuple(types), demand, tuple(existing))
+
+
+def _checked(request):
+    result = plan(request, witness=True)
+    launched = result.launch_counts()
+    for name, units in result.deferred:
+        launched[name] = launched.get(name, 0) + units
+    return result, launched, verify(request, result.witness, launched)
+
+
+def _generated(kind: str, scale: int, seed: int) -> PlanRequest:
+    cluster_doc, demand_doc = mixed_problem(scale, kind, seed)
+    config = parse_cluster_config(cluster_doc, "bench")
+    return PlanRequest(
+        node_types=config.node_types(),
+        demand=parse_demand(demand_doc),
+        existing=config.head_existing_nodes(),
+        limits=config.limits(),
+    )
+
+
+@pytest.mark.parametrize("kind", PROBLEM_KINDS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_planner_witness_verifies_on_generated_problems(kind, seed):
+    request = _generated(kind, 200, seed)
+    result, _, problems = _checked(request)
+    assert problems == []
+    held = sum(
+        p["count"] * n["count"] for n in result.witness["nodes"] for h in n["hosts"] for p in h
+    )
+    assert held > 100
+    assert result.witness["unplaced"]  # the generator's infeasible bundles
+
+
+def test_witness_names_existing_nodes_groups_devices_and_slice_hosts():
+    existing = (ExistingNode("m6i.2xlarge", {"CPU": 3}, node_id="i-1"),)
+    on_existing = _request([CPU8], bundles=[({"CPU": 2}, 1)], existing=existing)
+    result, _, problems = _checked(on_existing)
+    assert problems == [] and result.launches == ()
+    assert result.witness["existing"] == [
+        {"node": 0, "holds": [{"source": {"bundle": 0}, "count": 1, "resources": {"CPU": 2}}]}
+    ]
+    gang = PlacementGroupDemand("STRICT_SPREAD", ({"GPU": 0.5},) * 2)
+    request = _request([T4X4], groups=[gang])
+    result, _, problems = _checked(request)
+    assert problems == []
+    holds = [h for n in result.witness["nodes"] for h in n["hosts"]]
+    assert sorted(p["source"]["bundle"] for h in holds for p in h) == [0, 1]
+    assert all(p["devices"] == {"GPU": [[0, 0.5]]} for h in holds for p in h)
+    request = _request([V4_16], bundles=[({"TPU": 4, "TPU-v4-16-head": 1}, 1), ({"TPU": 4}, 1)])
+    result, _, problems = _checked(request)
+    assert problems == []
+    (slice_,) = result.witness["nodes"]
+    assert [len(host) for host in slice_["hosts"]] == [1, 1]
+
+
+SHAPES = (
+    {"CPU": 1},
+    {"CPU": 3, "memory": 8 * GIB},
+    {"GPU": 0.3},
+    {"GPU": 0.5, "CPU": 1},
+    {"GPU": 1, "CPU": 2},
+    {"GPU": 2},
+    {"TPU": 4},
+    {"TPU": 4, "TPU-v4-16-head": 1},
+    {"CPU": 64},
+)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_witness_verifies_under_limits_existing_nodes_and_every_strategy(seed):
+    rng = random.Random(seed)
+    types = (
+        replace(CPU8, max_workers=6),
+        NodeType("m6i.8xlarge", {"CPU": 32, "memory": 128 * GIB}, 1.536, min_workers=1),
+        T4X4,
+        V4_16,
+    )
+    bundles = [(rng.choice(SHAPES), rng.randint(1, 12)) for _ in range(rng.randint(0, 5))]
+    strategies = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
+    groups = [
+        PlacementGroupDemand(
+            rng.choice(strategies),
+            tuple(rng.choice(SHAPES[:6]) for _ in range(rng.randint(2, 4))),
+            rng.randint(1, 3),
+        )
+        for _ in range(rng.randint(0, 3))
+    ]
+    existing = [
+        ExistingNode(
+            rng.choice(["m6i.2xlarge", "g4dn.12xlarge"]),
+            {"CPU": rng.randint(0, 8), "GPU": 1.4},
+            device_free={"GPU": (1.0, 0.4)},
+            pending=rng.random() < 0.5,
+            node_id=f"n{i}",
+        )
+        for i in range(rng.randint(0, 3))
+    ]
+    limits = Limits(rng.choice([None, None, 3, 8]), rng.choice([None, 1.0]))
+    request = replace(_request(types, bundles, groups, existing), limits=limits)
+    assert _checked(request)[2] == []
+
+
+def _cpu_plan():
+    request = _request([CPU8], bundles=[({"CPU": 1}, 16)])
+    result, launched, problems = _checked(request)
+    assert problems == []
+    return request, copy.deepcopy(result.witness), launched
+
+
+def test_checker_rejects_an_over_packed_node():
+    request, witness, launched = _cpu_plan()
+    witness["nodes"] = [
+        {
+            "node_type": "m6i.2xlarge",
+            "count": 1,
+            "hosts": [[{"source": {"bundle": 0}, "count": 10}]],
+        },
+        {
+            "node_type": "m6i.2xlarge",
+            "count": 1,
+            "hosts": [[{"source": {"bundle": 0}, "count": 6}]],
+        },
+    ]
+    problems = verify(request, witness, launched)
+    assert problems == ["nodes[0] (m6i.2xlarge) host 0: CPU 10 placed, 8 available"]
+
+
+def test_checker_rejects_a_missing_bundle():
+    request, witness, launched = _cpu_plan()
+    placement = witness["nodes"][0]["hosts"][0][0]
+    placement["count"] -= 1
+    problems = verify(request, witness, launched)
+    assert witness["nodes"][0]["count"] == 2  # one record for two identical nodes
+    assert problems == ["bundles[0]: 14 placed and 0 unplaced of 16"]
+
+
+def test_checker_rejects_more_units_than_launched():
+    request, witness, _ = _cpu_plan()
+    problems = verify(request, witness, {"m6i.2xlarge": 1})
+    assert problems == ["2 units of m6i.2xlarge hold demand, the plan launches 1"]
+
+
+def test_checker_rejects_a_split_strict_pack_group():
+    group = PlacementGroupDemand("STRICT_PACK", ({"GPU": 1},) * 3)
+    request = _request([T4X4], groups=[group])
+    result, launched, problems = _checked(request)
+    assert problems == [] and launched == {"g4dn.12xlarge": 1}
+    (node,) = copy.deepcopy(result.witness)["nodes"]
+    holds = node["hosts"][0]
+    node["hosts"] = [holds[:2]]
+    other = {"node_type": "g4dn.12xlarge", "count": 1, "hosts": [holds[2:]]}
+    witness = {"nodes": [node, other], "existing": [], "unplaced": []}
+    problems = verify(request, witness, {"g4dn.12xlarge": 2})
+    assert problems == [
+        "nodes[0] (g4dn.12xlarge) host 0: STRICT_PACK group 0 split across nodes",
+        "nodes[1] (g4dn.12xlarge) host 0: STRICT_PACK group 0 split across nodes",
+    ]
+
+
+def test_checker_rejects_a_strict_spread_gang_sharing_a_node():
+    gang = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 1},) * 2)
+    request = _request([CPU8], groups=[gang])
+    witness = {
+        "nodes": [
+            {
+                "node_type": "m6i.2xlarge",
+                "count": 1,
+                "hosts": [
+                    [
+                        {"source": {"placement_group": 0, "bundle": 0}, "count": 1},
+                        {"source": {"placement_group": 0, "bundle": 1}, "count": 1},
+                    ]
+                ],
+            }
+        ]
+    }
+    problems = verify(request, witness, {"m6i.2xlarge": 1})
+    assert problems == ["nodes[0] (m6i.2xlarge) host 0: two bundles of STRICT_SPREAD group 0"]
+
+
+def test_checker_rejects_fractions_over_one_device():
+    request = _request([T4X4], bundles=[({"GPU": 0.75}, 2)])
+    holds = [{"source": {"bundle": 0}, "count": 2, "devices": {"GPU": [[0, 1.5]]}}]
+    witness = {"nodes": [{"node_type": "g4dn.12xlarge", "count": 1, "hosts": [holds]}]}
+    problems = verify(request, witness, {"g4dn.12xlarge": 1})
+    assert problems == ["nodes[0] (g4dn.12xlarge) host 0: GPU device 0 over its share"]
+
+
+def test_checker_rejects_feasible_demand_left_unplaced():
+    request = _request([CPU8], bundles=[({"CPU": 1}, 2)])
+    witness = {"unplaced": [{"source": {"bundle": 0}, "count": 2}]}
+    assert verify(request, witness, {}) == ["bundles[0]: 2 feasible left unplaced"]
+
+
+FLAGS = ("--json", "--witness")
+
+
+def _cli(cluster: Path, demand: Path, seed: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", "autoscaler", "plan", str(cluster), "--demand", str(demand), *FLAGS],
+        env={**os.environ, "PYTHONHASHSEED": seed},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+def test_cli_witness_verifies_and_is_the_same_in_every_process(tmp_path):
+    cluster_doc, demand_doc = mixed_problem(200, "flexible", 2)
+    cluster, demand = tmp_path / "cluster.yaml", tmp_path / "demand.json"
+    cluster.write_text(yaml.safe_dump(cluster_doc))
+    demand.write_text(json.dumps(demand_doc))
+    first, second = _cli(cluster, demand, "1"), _cli(cluster, demand, "2")
+    assert first["witness"]["verified"] is True and first["witness"]["problems"] == []
+    assert first["planning_seconds"] > 0
+    first.pop("planning_seconds"), second.pop("planning_seconds")
+    assert first == second

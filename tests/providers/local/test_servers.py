@@ -1,0 +1,65 @@
+"""The embedded local cloud outlives one command and is reused, then stopped."""
+
+import json
+import subprocess
+import sys
+
+import boto3
+import pytest
+
+from providers import UnknownProviderError, get_provider
+from providers.local.servers import ensure_emulator, stop_emulator
+
+
+@pytest.fixture
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOSCALE_STATE_DIR", str(tmp_path))
+    yield tmp_path
+    stop_emulator("aws", "emu-test")
+
+
+def test_ec2_emulator_is_shared_by_separate_processes(state_dir):
+    script = (
+        "from providers.local.servers import ensure_emulator;"
+        "print(ensure_emulator('aws', 'emu-test'))"
+    )
+    urls = {
+        subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    }
+    assert len(urls) == 1
+    (url,) = urls
+    assert url.startswith("http://127.0.0.1:")
+    record = json.loads((state_dir / "emu-test" / "emulator-aws.json").read_text())
+    assert record["url"] == url
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=url,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    assert ec2.describe_subnets()["Subnets"]  # a real EC2 API answers over HTTP
+
+
+def test_stop_ends_the_emulator_and_a_new_one_starts_after(state_dir):
+    ensure_emulator("aws", "emu-test")
+    assert stop_emulator("aws", "emu-test") is True
+    assert stop_emulator("aws", "emu-test") is False
+    second = ensure_emulator("aws", "emu-test")
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=second,
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    assert ec2.describe_instances()["Reservations"] == []  # a fresh, empty cloud
+    assert ensure_emulator("aws", "emu-test") == second
+
+
+def test_unknown_provider_type_names_the_known_ones():
+    with pytest.raises(UnknownProviderError, match="known types: aws, gcp"):
+        get_provider({"type": "azure"}, "c")
