@@ -28,7 +28,8 @@ class AcceleratorType:
     generic: str | None = None
     """The parent type this one is a variant of (``A100`` for ``A100-80G``)."""
     memory_gib: float | None = None
-    """Device memory that distinguishes this variant from its siblings."""
+    """Device memory that distinguishes this variant from its siblings; on a type sold in
+    partitions (L4, L40S), the whole device's, which a partition's share is measured by."""
     patterns: tuple[str, ...] = ()
     """Regexes matched against a normalised vendor model string (upper case, words split)."""
     aliases: tuple[str, ...] = ()
@@ -86,9 +87,9 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         r"\bA100\b.*\b80GB\b",
         aliases=("A100-80GB", "A100-SXM4-80GB", "A100-PCIE-80GB"),
     ),
-    _t("L4", "nvidia", r"\bL4\b"),
+    _t("L4", "nvidia", r"\bL4\b", memory_gib=24),
     _t("L40", "nvidia", r"\bL40\b"),
-    _t("L40S", "nvidia", r"\bL40S\b"),
+    _t("L40S", "nvidia", r"\bL40S\b", memory_gib=48),
     _t("H100", "nvidia", r"\bH100\b"),
     _v(
         "H100-80G",
@@ -125,6 +126,7 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
     _t("L4-PARTITIONED", "nvidia", aliases=("L4-FRACTIONAL",), partitioned=True),
     _t("L40S-PARTITIONED", "nvidia", aliases=("L40S-FRACTIONAL",), partitioned=True),
     # AMD --------------------------------------------------------------------------------
+    _t("AMD-Instinct-MI50", "amd", r"\bMI50\b", aliases=("MI50",)),
     _t("AMD-Instinct-MI100", "amd", r"\bMI100\b", aliases=("MI100",)),
     _t("AMD-Instinct-MI210", "amd", r"\bMI210\b", aliases=("MI210",)),
     _t("AMD-Instinct-MI250X", "amd", r"\bMI250X\b", aliases=("MI250X",)),
@@ -134,10 +136,13 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
     _v("AMD-Instinct-MI300X-OAM", "AMD-Instinct-MI300X", "amd", None, r"\bMI300X\b.*\bOAM\b"),
     _v("AMD-Instinct-MI300X-HF", "AMD-Instinct-MI300X", "amd", None, r"\bMI300X\b.*\bHF\b"),
     _t("AMD-Instinct-MI308X", "amd", r"\bMI308X\b", aliases=("MI308X",)),
+    _v("AMD-Instinct-MI308X-OAM", "AMD-Instinct-MI308X", "amd", None, r"\bMI308X\b.*\bOAM\b"),
     _t("AMD-Instinct-MI325X", "amd", r"\bMI325X\b", aliases=("MI325X",)),
     _v("AMD-Instinct-MI325X-OAM", "AMD-Instinct-MI325X", "amd", None, r"\bMI325X\b.*\bOAM\b"),
     _t("AMD-Instinct-MI350X", "amd", r"\bMI350X\b", aliases=("MI350X",)),
+    _v("AMD-Instinct-MI350X-OAM", "AMD-Instinct-MI350X", "amd", None, r"\bMI350X\b.*\bOAM\b"),
     _t("AMD-Instinct-MI355X", "amd", r"\bMI355X\b", aliases=("MI355X",)),
+    _v("AMD-Instinct-MI355X-OAM", "AMD-Instinct-MI355X", "amd", None, r"\bMI355X\b.*\bOAM\b"),
     _t("AMD-Radeon-Pro-V520", "amd", r"\bV520\b", aliases=("RADEON-PRO-V520", "V520")),
     _t("AMD-Radeon-Pro-V710", "amd", r"\bV710\b", aliases=("RADEON-PRO-V710", "V710")),
     _t("AMD-Radeon-R9-200-HD-7900", "amd", r"\bR9 200\b"),
@@ -275,11 +280,11 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
         for n in (1, 2, 3, 4)
     ),
     _t("Ascend910C", "ascend", r"\b910C\b", aliases=("910C",)),
-    _t(
-        "Ascend310P",
-        "ascend",
-        r"\b310P\d*\b",
-        aliases=("310P", "310P1", "310P3", "Ascend310P1", "Ascend310P3"),
+    _t("Ascend310P", "ascend", r"\b310P\b", aliases=("310P",)),
+    # Ray's Ascend detection advertises the SoC name as CANN reports it (Ascend310P3).
+    *(
+        _v(f"Ascend310P{n}", "Ascend310P", "ascend", None, rf"\b310P{n}\b", aliases=(f"310P{n}",))
+        for n in (1, 3)
     ),
     _t("Ascend310", "ascend", r"\b310\b", aliases=("310",)),
     # Rebellions -------------------------------------------------------------------------
@@ -348,6 +353,18 @@ ACCELERATOR_TYPES: tuple[AcceleratorType, ...] = (
 
 
 RAY_NAMES: dict[str, str] = {
+    # Ray 2.60's NVIDIA detection parses the NVML name: a mixed-case product line falls back
+    # to the hyphen-joined name ("NVIDIA GeForce RTX 4090" -> "GeForce-RTX-4090"), and
+    # "NVIDIA RTX 6000 Ada Generation" parses to "RTX-6000" (as "Quadro RTX 6000" does).
+    "RTX-4090": "GeForce-RTX-4090",
+    "RTX-3090": "GeForce-RTX-3090",
+    "RTX-6000-Ada": "RTX-6000",
+    # Ray's Furiosa detection: "FURIOSA_" + the device's architecture, upper case, "+" as PLUS.
+    "Furiosa-WARBOY": "FURIOSA_WARBOY",
+    "Furiosa-RNGD": "FURIOSA_RNGD",
+    "Furiosa-RNGD-S": "FURIOSA_RNGDS",
+    "Furiosa-RNGD-Max": "FURIOSA_RNGDMAX",
+    "Furiosa-RNGD-Plus": "FURIOSA_RNGDPLUS",
     "MetaX-C500": "MXC500",
     "MetaX-C550": "MXC550",
     "Mobilint-ARIES": "MOBILINT_ARIES",
@@ -387,9 +404,10 @@ def _by_name() -> dict[str, AcceleratorType]:
 
 @cache
 def _by_key() -> dict[str, AcceleratorType]:
-    index: dict[str, AcceleratorType] = {}
+    """Canonical names first, so another type's alias or Ray name never shadows one."""
+    index: dict[str, AcceleratorType] = {_key(entry.name): entry for entry in ACCELERATOR_TYPES}
     for entry in ACCELERATOR_TYPES:
-        for spelling in (entry.name, *entry.aliases, *_ray_name(entry.name)):
+        for spelling in (*entry.aliases, *_ray_name(entry.name)):
             index.setdefault(_key(spelling), entry)
     return index
 

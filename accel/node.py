@@ -103,7 +103,7 @@ def detect_node(probe: HostProbe | None = None) -> NodeInventory:
         pools[family.resource_name] = DevicePool(
             family.resource_name, family.name, ids, physical_count=len(ids)
         )
-        resources[family.resource_name] = float(len(ids))
+        resources[family.resource_name] = float(sum(d.share for d in detection.devices))
         for token in detection.tokens:
             resources[f"{ACCELERATOR_TYPE_PREFIX}{token}"] = 1.0
         resources.update(detection.extra_resources)

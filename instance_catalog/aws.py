@@ -16,6 +16,7 @@ import copy
 import fnmatch
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -23,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from accel.families.neuron import logical_cores
 from accel.names import resolve_model
 from instance_catalog.model import AWS, Accelerator, InstanceType
 from instance_catalog.prices import PriceTable, aws_prices
@@ -89,14 +91,17 @@ def accelerator_of(record: Mapping[str, Any]) -> Accelerator | None:
     neuron = record.get("NeuronInfo", {}).get("NeuronDevices") or []
     if neuron:
         device = neuron[0]
-        return _accelerator(
+        accelerator = _accelerator(
             device["Name"],
             "AWS",
             device["Count"],
             device.get("MemoryInfo", {}).get("SizeInMiB"),
             family="neuron",
-            cores=device.get("CoreInfo", {}).get("Count"),
         )
+        # The cloud counts physical NeuronCores; a node exposes logical ones (Trainium2: LNC 2).
+        physical = device.get("CoreInfo", {}).get("Count")
+        cores = logical_cores(accelerator.name, physical, {}) if physical else None
+        return replace(accelerator, cores_per_device=cores)
     gpus = record.get("GpuInfo", {}).get("Gpus") or []
     if gpus:
         return _gpu(gpus[0])

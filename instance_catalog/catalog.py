@@ -57,6 +57,15 @@ class Offer:
         return self.attached or self.instance_type.accelerator
 
     @property
+    def unavailable(self) -> str | None:
+        """Why it cannot be launched, if it cannot (``InstanceType.unavailable``)."""
+        if self.attached is not None:
+            for attachment in self.instance_type.attachable_gpus:
+                if attachment.accelerator.cloud_name == self.attached.cloud_name:
+                    return attachment.unavailable
+        return self.instance_type.unavailable
+
+    @property
     def label(self) -> str:
         if self.attached is None:
             return self.instance_type.name
@@ -117,14 +126,18 @@ class Catalog:
         cloud: str | None = None,
         accelerator: AcceleratorQuery | None = None,
         region: str | None = None,
+        include_unavailable: bool = False,
     ) -> list[Offer]:
-        """Launchable offers, cheapest first (unknown prices last, then by name)."""
+        """Launchable offers, cheapest first (unknown prices last, then by name). One that
+        cannot be launched is included only when ``accelerator`` names its accelerator (or
+        ``include_unavailable``)."""
         offers = [
             offer
             for entry in self.entries(cloud)
             if region is None or region in entry.regions
             for offer in _offers_of(entry)
-            if accelerator is None or offer.matches(accelerator)
+            if (accelerator is None or offer.matches(accelerator))
+            and (include_unavailable or offer.unavailable is None or _names(accelerator, offer))
         ]
 
         def order(offer: Offer) -> tuple[bool, float, str]:
@@ -132,6 +145,15 @@ class Catalog:
             return (price is None, price or 0.0, offer.label)
 
         return sorted(offers, key=order)
+
+
+def _names(query: AcceleratorQuery | None, offer: Offer) -> bool:
+    """Whether ``query`` names the offer's own accelerator (not a generic parent of it)."""
+    return (
+        query is not None
+        and offer.accelerator is not None
+        and (query.name == offer.accelerator.name)
+    )
 
 
 def _offers_of(entry: InstanceType) -> list[Offer]:

@@ -202,7 +202,10 @@ def _with_gpus(machine: Price, gpu: Price | None, count: int) -> Price:
     if gpu is None:
         return Price(None, None)
     return replace(
-        machine, on_demand=add(machine.on_demand, gpu.on_demand), spot=add(machine.spot, gpu.spot)
+        machine,
+        on_demand=add(machine.on_demand, gpu.on_demand),
+        spot=add(machine.spot, gpu.spot),
+        note="; ".join(note for note in (machine.note, gpu.note) if note) or None,
     )
 
 
@@ -240,6 +243,11 @@ def _cpu_shapes() -> dict[str, tuple[int, float]]:
             shapes[f"{family}-{vcpus}"] = (vcpus, memory)
     for name, (vcpus, memory) in data.get("extra_machine_types", {}).items():
         shapes[name] = (vcpus, memory)
+    gpu_hosts = data["gpu_machine_types"]
+    for name, facts in _snapshot().get("machine_types", {}).items():
+        # Families the page-derived table lacks (N4, T2D, C2D, M1...): Google's own answer.
+        if name not in shapes and name not in gpu_hosts and not facts.get("accelerators"):
+            shapes[name] = (int(facts["guestCpus"]), facts["memoryMb"] / 1024)
     return shapes
 
 
@@ -266,7 +274,8 @@ def _n1_attachments(vcpus: int, memory_gb: float) -> tuple[GpuAttachment, ...]:
     for gce_gpu in data["n1_attachable_gpus"]:
         counts = n1_gpu_counts(gce_gpu, vcpus, memory_gb)
         if counts:
-            attachments.append(GpuAttachment(gpu_accelerator(gce_gpu, 1), counts))
+            retired = not_launchable("gpus").get(gce_gpu)
+            attachments.append(GpuAttachment(gpu_accelerator(gce_gpu, 1), counts, retired))
     return tuple(attachments)
 
 
@@ -345,9 +354,18 @@ def _tpu_types() -> list[InstanceType]:
                 zones=dict(sorted(zones.items())),
                 prices=prices,
                 tpu=shape,
+                unavailable=not_launchable("tpu_generations").get(gen.name),
             )
         )
     return types
+
+
+def not_launchable(kind: str) -> dict[str, str]:
+    """Name -> why it cannot be launched, for ``tpu_generations`` or ``gpus`` (gcp.yaml)."""
+    return {
+        name: " ".join(reason.split())
+        for name, reason in gcp_data().get("not_launchable", {}).get(kind, {}).items()
+    }
 
 
 @cache

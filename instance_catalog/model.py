@@ -59,16 +59,24 @@ class GpuAttachment:
     accelerator: Accelerator
     """The GPU with ``count`` 1; multiply by the attached count."""
     counts: tuple[int, ...]
+    unavailable: str | None = None
+    """Why it cannot be attached (a retired GPU), if it cannot."""
 
 
 @dataclass(frozen=True)
 class Price:
-    """Hourly USD prices in one region, and the day they were taken from the cloud."""
+    """Hourly USD prices in one region, each with its source and the day it is from."""
 
     on_demand: float | None
     spot: float | None = None
     as_of: str | None = None
-    """``YYYY-MM-DD``."""
+    """``YYYY-MM-DD`` the on-demand price is from; None where the source does not say."""
+    source: str | None = None
+    """Where the on-demand price comes from."""
+    spot_as_of: str | None = None
+    spot_source: str | None = None
+    note: str | None = None
+    """Why a price here is not the recorded one (a flagged anomaly), if it is not."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,9 @@ class InstanceType:
     """CPU architectures it runs (``x86_64``, ``arm64``); empty where the cloud does not say."""
     network: str | None = None
     """Network performance as the cloud states it, e.g. ``Up to 12.5 Gigabit``."""
+    unavailable: str | None = None
+    """Why it cannot be launched (a GKE-only TPU), if it cannot: such types are listed only
+    when asked for by name, and a node type using one is unavailable with this reason."""
 
     @property
     def regions(self) -> tuple[str, ...]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from instance_catalog.prices import AWS_PRICES_FILE, refreshed_aws_prices
+from instance_catalog.prices import AWS_PRICES_FILE, REFRESH_SOURCE, refreshed_aws_prices
 from instance_catalog.refresh import CatalogRefreshError, discover_regions, pages
 from instance_catalog.user_catalog import user_catalog_dir, write_json
 
@@ -28,7 +28,6 @@ PRODUCT_FILTERS = {
     "capacitystatus": "Used",
 }
 SPOT_PRODUCT = "Linux/UNIX"
-SOURCE = "AWS Price List API (on-demand) and EC2 DescribeSpotPriceHistory (spot)"
 
 RegionPrices = dict[str, dict[str, float]]
 """Region -> instance type -> hourly USD."""
@@ -126,6 +125,6 @@ def refresh_prices(
         for region, by_type in on_demand.items()
     }
     merged = {**refreshed_aws_prices().get("regions", {}), **fresh}
-    document = {"source": SOURCE, "regions": dict(sorted(merged.items()))}
+    document = {"source": REFRESH_SOURCE, "regions": dict(sorted(merged.items()))}
     write_json(document, user_catalog_dir() / AWS_PRICES_FILE)
     return fresh

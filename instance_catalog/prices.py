@@ -1,9 +1,13 @@
-"""Hourly on-demand and spot prices per type and region, each with the day it was taken.
+"""Hourly on-demand and spot prices per type and region, each with its source and date.
 
-The bundled snapshot copies the clouds' public list prices (``data/prices.json`` gives the
-date and source). ``autoscale catalog refresh --cloud aws --prices`` writes fresh EC2 prices
-to the user's catalog folder (``aws_prices.json``, dated per region); they replace the
-bundled ones type by type. A node type's ``cost_per_hour`` in a cluster YAML overrides both.
+The bundled prices (``data/prices_*.csv``, ``data/prices.json``) are built by
+``python -m instance_catalog.price_build`` from recorded copies of the clouds' price data;
+each price names its source, and each source says the day its prices are from (None where
+the recording does not say). Prices flagged as anomalies at build time are planned at the
+figure :mod:`instance_catalog.price_anomalies` chose, with a note. ``autoscale catalog
+refresh --cloud aws --prices`` writes fresh EC2 prices to the user's catalog folder
+(``aws_prices.json``, dated per region); they replace the bundled ones type by type. A node
+type's ``cost_per_hour`` in a cluster YAML overrides both.
 """
 
 from __future__ import annotations
@@ -12,16 +16,25 @@ import csv
 import json
 import logging
 from collections import defaultdict
+from dataclasses import replace
+from datetime import date
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from instance_catalog.model import Price
+from instance_catalog.model import InstanceType, Price
 
 logger = logging.getLogger(__name__)
 
 PriceTable = dict[str, dict[str, Price]]
 """Name -> region -> price."""
+
+STALE_AFTER_DAYS = 90
+"""A price older than this (or of unknown date) is shown with a warning."""
+REFRESH_HINT = (
+    "`autoscale catalog refresh --cloud aws --prices` fetches today's EC2 prices; "
+    "cost_per_hour on a node type sets yours"
+)
 
 AWS_PRICES_FILE = "aws_prices.json"
 """Refreshed EC2 prices in the user's catalog folder:
@@ -41,16 +54,24 @@ def _number(text: str) -> float | None:
 @cache
 def aws_prices() -> PriceTable:
     """EC2 Linux prices by instance type and region, refreshed ones over the bundled ones."""
-    date = snapshot_info()["aws"]["date"]
     table: PriceTable = defaultdict(dict)
     for row in _rows("prices_aws.csv"):
-        table[row["instance_type"]][row["region"]] = Price(
-            _number(row["on_demand_per_hour"]), _number(row["spot_per_hour"]), date
+        table[row["instance_type"]][row["region"]] = _price(
+            "aws", "instance", row["instance_type"], row
         )
-    for region, block in refreshed_aws_prices().get("regions", {}).items():
+    refreshed = refreshed_aws_prices()
+    for region, block in refreshed.get("regions", {}).items():
         for name, (on_demand, spot) in block["prices"].items():
-            table[name][region] = Price(on_demand, spot, block["date"])
+            table[name][region] = Price(
+                on_demand, spot, block["date"], REFRESHED, block["date"], REFRESHED
+            )
     return dict(table)
+
+
+REFRESHED = "refreshed"
+"""The source key of prices from ``autoscale catalog refresh --prices``."""
+REFRESH_SOURCE = "AWS Price List API (on-demand) and EC2 DescribeSpotPriceHistory (spot)"
+"""Where ``autoscale catalog refresh --cloud aws --prices`` takes them from."""
 
 
 def refreshed_aws_prices() -> dict[str, Any]:
@@ -70,17 +91,99 @@ def refreshed_aws_prices() -> dict[str, Any]:
 @cache
 def gcp_prices() -> dict[str, PriceTable]:
     """GCP prices by kind (``machine``, ``gpu`` per GPU, ``tpu`` per slice), name, region."""
-    date = snapshot_info()["gcp"]["date"]
     tables: dict[str, PriceTable] = defaultdict(lambda: defaultdict(dict))
     for row in _rows("prices_gcp.csv"):
-        tables[row["kind"]][row["name"]][row["region"]] = Price(
-            _number(row["on_demand_per_hour"]), _number(row["spot_per_hour"]), date
-        )
+        price = _price("gcp", row["kind"], row["name"], row)
+        tables[row["kind"]][row["name"]][row["region"]] = price
     return {kind: dict(table) for kind, table in tables.items()}
 
 
+def _price(cloud: str, kind: str, name: str, row: dict[str, str]) -> Price:
+    """A bundled row as a Price: each market dated by its source, flagged ones replaced."""
+    region = row["region"]
+    values: dict[str, float | None] = {}
+    notes = []
+    for market in ("on_demand", "spot"):
+        flagged = _planning().get((cloud, kind, name, region, market))
+        values[market] = flagged[0] if flagged else _number(row[f"{market}_per_hour"])
+        if flagged:
+            notes.append(flagged[1])
+    return Price(
+        values["on_demand"],
+        values["spot"],
+        source_date(row["on_demand_source"]),
+        row["on_demand_source"] or None,
+        source_date(row["spot_source"]),
+        row["spot_source"] or None,
+        "; ".join(notes) or None,
+    )
+
+
 @cache
-def snapshot_info() -> dict[str, dict[str, str]]:
-    """Per cloud: ``date`` and ``source`` of the bundled price snapshot."""
+def _planning() -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
+    from instance_catalog.price_anomalies import planning_prices
+
+    return planning_prices(bundled_price_facts()["anomalies"])
+
+
+@cache
+def bundled_price_facts() -> dict[str, Any]:
+    """``{"sources": {key: {cloud, date, copied, source}}, "anomalies": [...]}``."""
     text = resources.files("instance_catalog.data").joinpath("prices.json").read_text()
     return json.loads(text)
+
+
+def source_date(key: str | None) -> str | None:
+    """The day a source's prices are from (None when unknown or no source)."""
+    if not key:
+        return None
+    return bundled_price_facts()["sources"].get(key, {}).get("date")
+
+
+def describe_source(key: str | None) -> str | None:
+    """What a source key stands for, for people."""
+    if key == REFRESHED:
+        return f"{REFRESH_SOURCE}, refreshed into the user's catalog folder"
+    facts = bundled_price_facts()["sources"].get(key or "")
+    return facts["source"] if facts else None
+
+
+def price_warnings(price: Price | None, today: date, what: str = "price") -> list[str]:
+    """Why a price should not be taken at face value: unknown date, older than
+    :data:`STALE_AFTER_DAYS`, or a flagged anomaly."""
+    if price is None or price.on_demand is None:
+        return []
+    warnings = []
+    if price.as_of is None:
+        warnings.append(f"{what} is of unknown date (source {price.source}); " + REFRESH_HINT)
+    elif (age := (today - date.fromisoformat(price.as_of)).days) > STALE_AFTER_DAYS:
+        warnings.append(
+            f"{what} is {age} days old (as of {price.as_of}, source {price.source}); "
+            + REFRESH_HINT
+        )
+    if price.note:
+        warnings.append(f"{what}: {price.note}")
+    return warnings
+
+
+def price_line(entry: InstanceType, region: str | None, spot: bool, today: date) -> str:
+    """One line for people: what ``entry`` costs in ``region`` (else its cheapest region) in
+    a market, where the figure comes from, how old it is, and any warning about it."""
+    market = "spot" if spot else "on-demand"
+    where = region or min(
+        (r for r, p in entry.prices.items() if (p.spot if spot else p.on_demand) is not None),
+        key=lambda r: entry.price(r, spot) or 0.0,
+        default=None,
+    )
+    price = entry.prices.get(where) if where else None
+    value = (price.spot if spot else price.on_demand) if price else None
+    if price is None or value is None:
+        return f"{entry.name} {market} in {where or 'any region'}: no catalog price"
+    if spot:
+        price = replace(
+            price, on_demand=price.spot, as_of=price.spot_as_of, source=price.spot_source
+        )
+    dated = f"as of {price.as_of}" if price.as_of else "date unknown"
+    line = f"{entry.name} {market} in {where}: ${value:g}/h ({price.source}, {dated})"
+    problems = price_warnings(price, today, "price")
+    return "; ".join([line, *problems])

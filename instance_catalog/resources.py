@@ -13,15 +13,17 @@ ACCELERATOR_TYPE_PREFIX = "accelerator_type:"
 def accelerator_resources(accelerator: Accelerator) -> dict[str, float]:
     """The family's resource (``GPU``, ``neuron_cores``, ``HPU``, ``TPU``...) and type tokens.
 
-    Neuron schedules NeuronCores, so it counts devices x cores per device. Accelerators no
-    ``accel`` family detects (Qualcomm, FPGAs, media) advertise only their type token.
+    Neuron schedules NeuronCores, so it counts devices x cores per device (logical cores at
+    the default LNC). Accelerators no ``accel`` family detects (Qualcomm AI100, FPGAs, media
+    accelerators) advertise nothing: no node would report a promised token.
     """
     resources: dict[str, float] = {}
-    if accelerator.family is not None:
-        quantity = accelerator.count
-        if accelerator.family == "neuron":
-            quantity *= accelerator.cores_per_device or 1
-        resources[family_by_name(accelerator.family).resource_name] = float(quantity)
+    if accelerator.family is None:
+        return resources
+    quantity = accelerator.count
+    if accelerator.family == "neuron":
+        quantity *= accelerator.cores_per_device or 1
+    resources[family_by_name(accelerator.family).resource_name] = float(quantity)
     for token in tokens_for(accelerator.name):
         resources[f"{ACCELERATOR_TYPE_PREFIX}{token}"] = 1.0
     return resources

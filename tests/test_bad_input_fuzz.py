@@ -20,6 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from autoscaler.cli import cli
+from tests.autoscaler.test_config_fuzz import _dotted, _paths
 
 HUGE = "x" * 100_000
 MANY_DIGITS = "1" + "0" * 5_000
@@ -224,3 +225,172 @@ def test_real_processes(node_env, args, extra_env, expected):
     )
     seconds = time.monotonic() - start
     check_brief_failure(done.returncode, done.stdout + done.stderr, seconds, expected)
+
+
+# Cluster YAMLs, generated: every key path of every example, mutated ------------------------
+# A value of the wrong type, a misspelt key, a misspelt value, a non-string key, a deleted
+# key; every error line must start with the path (from the top of the YAML) of the mutated
+# field or of the entry holding it, and a misspelt key or choice must get the closest match
+# or the allowed values.
+EXAMPLES = Path(__file__).parent.parent / "example-clusters"
+EXAMPLE_YAMLS = [
+    *sorted(EXAMPLES.glob("*.yaml")),
+    Path(CLUSTER),
+    Path(CLUSTER).with_name("gcp-tpu.yaml"),
+]
+SWAPS = {
+    "str": "bogus",
+    "int": 7,
+    "float": 2.5,
+    "negative": -3,
+    "mapping": {"a": 1},
+    "list": ["a"],
+    "null": None,
+    "bool": True,
+    "empty": "",
+}
+
+
+def _misspelt(text: str) -> str:
+    middle = len(text) // 2
+    return text[:middle] + text[middle + 1 :] if len(text) > 3 else text + "x"
+
+
+def _generated_cases() -> list:
+    import yaml
+
+    cases = []
+    for example in EXAMPLE_YAMLS:
+        data = yaml.safe_load(example.read_text())
+        for path in _paths(data):
+            for name, value in SWAPS.items():
+                cases.append((example, path, "swap", value, f"{example.stem}:{name}"))
+            cases.append((example, path, "delete", None, f"{example.stem}:delete"))
+            if isinstance(path[-1], str):
+                cases.append((example, path, "misspell-key", None, f"{example.stem}:key"))
+                cases.append((example, path, "int-key", None, f"{example.stem}:int-key"))
+    return cases
+
+
+def _mutate(data: dict, path: tuple, how: str, value) -> tuple[dict, tuple]:
+    """The mutated document and the path the problem is at."""
+    parent = data
+    for part in path[:-1]:
+        parent = parent[part]
+    key = path[-1]
+    if how == "swap":
+        parent[key] = value
+    elif how == "delete":
+        del parent[key]
+    elif how == "misspell-key":
+        parent[_misspelt(key)] = parent.pop(key)
+        return data, (*path[:-1], _misspelt(key))
+    elif how == "int-key":
+        parent[404] = parent.pop(key)
+        return data, (*path[:-1], "404")
+    return data, path
+
+
+def _related(named: str, problem: str, original: str) -> bool:
+    """``named`` is the problem's path (or the key's before it was misspelt), one above or
+    below it, a sibling's, or another field of the same node type."""
+    named, problem = named.replace("[", ".["), problem.replace("[", ".[")
+    parent = problem.rsplit(".", 1)[0]
+    entry = ".".join(problem.split(".")[:2]) if problem.startswith("available_node_types.") else ""
+    return (
+        problem.startswith(named)
+        or named.startswith(problem)
+        or named.startswith(parent)
+        or named == original
+        or (bool(entry) and named.startswith(entry))
+    )
+
+
+def _in_document(data, named: str) -> bool:
+    """Whether ``named`` walks the document from the top; its tail may be keys that are
+    missing (where a required key goes). Keys may hold dots (``ray.head.default``): the
+    longest key matches. A bare mapping counts as a list of one (as Ray's files write
+    ``guestAccelerators``)."""
+    node, rest = data, named
+    while rest:
+        if rest.startswith("["):
+            index, _, rest = rest[1:].partition("]")
+            rest = rest.removeprefix(".")
+            if isinstance(node, dict) and index == "0":
+                continue
+            if not isinstance(node, list) or not index.isdigit() or int(index) >= len(node):
+                return False
+            node = node[int(index)]
+            continue
+        if not isinstance(node, dict):
+            return False
+        keys = sorted((str(k) for k in node), key=len, reverse=True)
+        key = next((k for k in keys if rest == k or rest.startswith((k + ".", k + "["))), None)
+        if key is None:
+            return "[" not in rest  # keys to add: a required key and what it holds
+        node = {str(k): v for k, v in node.items()}[key]
+        rest = rest[len(key) :].removeprefix(".")
+    return True
+
+
+def test_every_generated_cluster_yaml_error_names_its_field_path():
+    import random
+
+    import yaml
+
+    from autoscaler.config import ConfigError, parse_cluster_config
+
+    top_keys = set(__import__("autoscaler.config.schema").config.schema.ClusterSpec.model_fields)
+    cases = _generated_cases()
+    checked = failures = 0
+    unnamed = []
+    for example, path, how, value, _ in random.Random(22).sample(cases, min(3000, len(cases))):
+        data, problem_path = _mutate(yaml.safe_load(example.read_text()), path, how, value)
+        try:
+            parse_cluster_config(data, example.name)
+            continue
+        except ConfigError as err:
+            messages = err.messages
+        checked += 1
+        problem = _dotted(problem_path)
+        for message in messages:
+            named = message.split(": ", 1)[0]
+            first = named.split(".", 1)[0].split("[", 1)[0]
+            from_top = named == "top-level" or (
+                first in top_keys | {str(k) for k in data} and _in_document(data, named)
+            )
+            related = _related(named, problem, _dotted(path)) or first == "head_node_type"
+            if not (from_top and related):
+                unnamed.append((example.name, problem, message))
+        if how == "misspell-key" and str(path[-1]) in top_keys and len(path) == 1:
+            failures += "did you mean" not in " ".join(messages)
+    assert checked > 500
+    assert unnamed == []
+    assert failures == 0
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("accelerator_conservation", "strikt", "allowed: spare, strict); did you mean 'strict'"),
+        ("max_workerz", 3, "max_workerz: unknown key; did you mean 'max_workers'"),
+        ("provider", {"type": "awz"}, "provider.type: 'awz' is not allowed (allowed: aws"),
+    ],
+)
+def test_cluster_yaml_typos_get_the_allowed_values_or_closest_match(key, value, expected):
+    import yaml
+
+    from autoscaler.config import ConfigError, parse_cluster_config
+
+    data = yaml.safe_load(Path(CLUSTER).read_text())
+    data[key] = value
+    with pytest.raises(ConfigError) as raised:
+        parse_cluster_config(data, "cluster.yaml")
+    assert any(expected in message for message in raised.value.messages), raised.value.messages
+
+
+def test_a_cluster_yaml_that_is_not_a_mapping_names_the_top_level(node_env, tmp_path):
+    path = tmp_path / "cluster.yaml"
+    path.write_text("- just\n- a list\n")
+    outcome = run_in_process(["plan", str(path)], node_env)
+    check_brief_failure(*outcome, "top-level: expected a mapping of cluster settings")

@@ -46,7 +46,7 @@ CASES = [
     ("aws-gpu.yaml", [gpu("A100-80G", 8), gpu("A100-40G", 8)], {"a100_80g": 1, "a100": 1}),
     (
         "aws-trainium.yaml",
-        [{"neuron_cores": 128}, {"neuron_cores": 2}],
+        [{"neuron_cores": 64}, {"neuron_cores": 2}],
         {"trn2": 1, "inf2_small": 1},
     ),
     ("aws-trainium.yaml", [{"neuron_cores": 24}], {"inf2": 1}),

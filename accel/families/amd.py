@@ -35,6 +35,7 @@ _FRAME_BUFFER_HEAPS = frozenset({1, 2})  # HSA heap types: frame buffer public /
 
 # PCI device id -> canonical type (Ray's table, extended from ROCm's GPU operator rules).
 AMD_DEVICE_TYPES: dict[int, str] = {
+    0x66A1: "AMD-Instinct-MI50",
     0x738C: "AMD-Instinct-MI100",
     0x738E: "AMD-Instinct-MI100",
     0x7408: "AMD-Instinct-MI250X",
@@ -46,14 +47,14 @@ AMD_DEVICE_TYPES: dict[int, str] = {
     0x74B5: "AMD-Instinct-MI300X-OAM",  # virtual function (Azure ND MI300X v5)
     0x74A9: "AMD-Instinct-MI300X-HF",
     0x74BD: "AMD-Instinct-MI300X-HF",
-    0x74A2: "AMD-Instinct-MI308X",
+    0x74A2: "AMD-Instinct-MI308X-OAM",
     0x74A8: "AMD-Instinct-MI308X",
     0x74B6: "AMD-Instinct-MI308X",
     0x74A5: "AMD-Instinct-MI325X-OAM",
     0x74B9: "AMD-Instinct-MI325X-OAM",  # virtual function
-    0x75A0: "AMD-Instinct-MI350X",
+    0x75A0: "AMD-Instinct-MI350X-OAM",
     0x75B0: "AMD-Instinct-MI350X",  # virtual function
-    0x75A3: "AMD-Instinct-MI355X",
+    0x75A3: "AMD-Instinct-MI355X-OAM",
     0x75B3: "AMD-Instinct-MI355X",  # virtual function
     0x7362: "AMD-Radeon-Pro-V520",  # AWS g4ad
     0x7460: "AMD-Radeon-Pro-V710",

@@ -34,6 +34,9 @@ class Device:
     uuid: str | None = None
     memory_mib: int | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
+    share: float = 1.0
+    """The part of one physical device this is: 1, or a fraction for a partition a cloud
+    sells as one GPU (AWS g6f: 0.125). The family's resource counts these shares."""
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

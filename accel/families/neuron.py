@@ -5,6 +5,13 @@ The schedulable unit is the NeuronCore (Ray's ``neuron_cores``), numbered across
 Trn2 these are logical cores, two physical cores each by default), else consecutive per
 device. Each core's details name its Neuron device.
 
+Trainium2 groups its eight physical NeuronCores into logical ones (Logical NeuronCore
+configuration, LNC): two per logical core by default, so a chip exposes four (64 on
+trn2.48xlarge). A process's ``NEURON_LOGICAL_NC_CONFIG`` (1 or 2) chooses; detection counts the
+cores the node's workers will get under the node's setting (else the default), converting
+from the LNC neuron-ls reports it counted with (``logical_neuroncore_config``). The catalog
+promises the default (AWS Neuron docs, "Logical NeuronCore configuration").
+
 The generation comes from the device's PCI id (Amazon ``0x1d0f``), else from the instance type
 (neuron-ls's ``instance_type``, else DMI ``product_name``, which EC2 Nitro sets to e.g.
 ``trn1.32xlarge``). Unknown generations advertise only the generic ``aws-neuron-core``.
@@ -50,6 +57,22 @@ INSTANCE_FAMILY_TYPES = {
     "trn3": "Trainium3",
 }
 """EC2 instance family (``trn1`` of ``trn1.32xlarge``) -> canonical type."""
+
+LNC_ENV_VAR = "NEURON_LOGICAL_NC_CONFIG"
+LNC_CHOICES = (1, 2)
+DEFAULT_LNC = {"Trainium2": 2}
+"""Physical NeuronCores per logical one by default, for types with LNC (others: 1)."""
+
+
+def logical_cores(type_name: str | None, physical: int, env: Mapping[str, str]) -> int:
+    """Logical NeuronCores of a device with ``physical`` cores under ``env``'s LNC setting
+    (``NEURON_LOGICAL_NC_CONFIG``; the type's default when unset or invalid)."""
+    default = DEFAULT_LNC.get(type_name or "")
+    if default is None:
+        return physical
+    chosen = parse_int(env.get(LNC_ENV_VAR))
+    lnc = chosen if chosen in LNC_CHOICES else default
+    return max(1, physical // lnc)
 
 
 class AwsNeuron(AcceleratorFamily):
@@ -113,9 +136,14 @@ def _instance_type(probe: HostProbe, neuron_devices: Sequence[Mapping[str, Any]]
 def _cores(
     probe: HostProbe, neuron_device: Mapping[str, Any], instance_type: str | None, first: int
 ) -> list[Device]:
-    core_ids = _core_ids(neuron_device, first)
     bus_id = pci_address(neuron_device.get("bdf"))
     type_name = _type_name(probe, bus_id, instance_type)
+    core_ids = _core_ids(neuron_device, first)
+    reported_lnc = parse_int(neuron_device.get("logical_neuroncore_config"))
+    if reported_lnc in LNC_CHOICES:
+        wanted = logical_cores(type_name, len(core_ids) * reported_lnc, probe.env)
+        if wanted != len(core_ids):
+            core_ids = list(range(first, first + wanted))
     memory = parse_int(neuron_device.get("memory_size"))
     details = _device_details(neuron_device, bus_id, instance_type, len(core_ids), memory)
     return [

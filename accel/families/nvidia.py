@@ -6,6 +6,12 @@ GPU in MIG mode are listed in its details; the GPU still counts as one device). 
 queries fail (``GPU is lost``) is skipped with a warning; a missing library or driver means no
 GPUs. NVML is always shut down again.
 
+A vGPU (NVML's virtualization mode ``VGPU``) whose memory is a fraction of its GPU type's is
+a partition a cloud sells as one GPU (AWS g6f/gr6f: 1/8, 1/4 or 1/2 of an L4). It counts as
+that share of a GPU (rounded to eighths) and advertises only the type's ``-PARTITIONED``
+name, never the whole GPU's tokens, so whole-GPU work never lands on it. The profile suffix
+of a vGPU's name (``NVIDIA L4-3Q``: 3 GB, Q series) is not part of the model.
+
 The canonical type comes from the PCI device id where it is in :data:`PCI_DEVICE_TYPES`
 (exact, and the same in VMs and containers), else from the NVML name and memory through
 :func:`accel.names.resolve_model`.
@@ -21,7 +27,9 @@ The pre-R470 form ``MIG-GPU-<uuid>/<gi>/<ci>`` and UUID prefixes are not matched
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from accel import names
@@ -163,7 +171,7 @@ def _read_gpu(nvml: Any, index: int) -> Device:
     if capability is not None:
         details["compute_capability"] = f"{capability[0]}.{capability[1]}"
     details.update(_read_mig(nvml, handle))
-    return Device(
+    device = Device(
         index=index,
         id=str(index),
         model=model,
@@ -171,6 +179,41 @@ def _read_gpu(nvml: Any, index: int) -> Device:
         uuid=uuid,
         memory_mib=memory_mib,
         details=details,
+    )
+    if _is_vgpu(nvml, handle):
+        return _as_partition(device, pci_device_id)
+    return device
+
+
+def _is_vgpu(nvml: Any, handle: Any) -> bool:
+    query = getattr(nvml, "nvmlDeviceGetVirtualizationMode", None)
+    mode = _optional(nvml, query, handle) if query is not None else None
+    return mode is not None and mode == getattr(nvml, "NVML_GPU_VIRTUALIZATION_MODE_VGPU", 2)
+
+
+VGPU_PROFILE = re.compile(r"-\d+[A-Z]$")
+"""The profile suffix of a vGPU's NVML name: framebuffer GB and series (``-3Q``, ``-24C``)."""
+PARTITION_STEP = 8
+"""Partitions are counted in eighths of a GPU (AWS sells 1/8, 1/4 and 1/2 of an L4)."""
+
+
+def _as_partition(device: Device, pci_device_id: int | None) -> Device:
+    """A vGPU as the share of its GPU type its memory is, when that share is below one."""
+    model = VGPU_PROFILE.sub("", device.model)
+    whole = nvidia_type(model, None, pci_device_id)
+    entry = names.get(whole) if whole else None
+    partitioned = names.get(f"{whole}-PARTITIONED")
+    if entry is None or entry.memory_gib is None or partitioned is None or not device.memory_mib:
+        return replace(device, details={**device.details, "vgpu": True})
+    steps = round(device.memory_mib / (entry.memory_gib * 1024) * PARTITION_STEP)
+    share = max(1, steps) / PARTITION_STEP
+    if share >= 1:
+        return replace(device, details={**device.details, "vgpu": True})
+    return replace(
+        device,
+        accelerator_type=partitioned.name,
+        share=share,
+        details={**device.details, "vgpu": True, "partition_of": whole},
     )
 
 

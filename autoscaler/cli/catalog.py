@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -10,6 +11,7 @@ import click
 from accel.user_input import clip
 from autoscaler.cli.output import print_json, print_table
 from instance_catalog.model import CLOUDS
+from instance_catalog.prices import REFRESH_HINT, STALE_AFTER_DAYS
 
 if TYPE_CHECKING:
     from instance_catalog.catalog import Offer
@@ -24,7 +26,10 @@ def catalog() -> None:
 
 
 def _price_fields(offer: Offer, region: str | None, today: date) -> dict[str, Any]:
-    """Prices in ``region`` (else the cheapest), and the day the on-demand one was taken."""
+    """Prices in ``region`` (else the cheapest), each with its source and the day it is
+    from, and warnings where a price is old, of unknown date or flagged."""
+    from instance_catalog.prices import describe_source, price_warnings
+
     price_region = region or _cheapest_region(offer.instance_type)
     price = offer.instance_type.prices.get(price_region) if price_region else None
     as_of = price.as_of if price else None
@@ -34,6 +39,9 @@ def _price_fields(offer: Offer, region: str | None, today: date) -> dict[str, An
         "price_region": price_region,
         "price_as_of": as_of,
         "price_age_days": (today - date.fromisoformat(as_of)).days if as_of else None,
+        "price_source": describe_source(price.source) if price else None,
+        "spot_price_as_of": price.spot_as_of if price else None,
+        "price_warnings": price_warnings(price, today, f"price in {price_region}"),
     }
 
 
@@ -60,6 +68,8 @@ def offer_dict(offer: Offer, region: str | None, today: date) -> dict[str, Any]:
         "resources": offer.resources(),
         **_price_fields(offer, region, today),
         "regions": list(entry.regions),
+        "launchable": offer.unavailable is None,
+        "unavailable_reason": offer.unavailable,
     }
     if entry.tpu is not None:
         data.update(
@@ -101,13 +111,17 @@ def show(instance_type: str, cloud: str | None, region: str | None, as_json: boo
     rows = [
         (k, ", ".join(v) if k == "architectures" else v)
         for k, v in data.items()
-        if k not in ("resources", "accelerator", "regions")
+        if k not in ("resources", "accelerator", "regions", "price_warnings")
     ]
     if data["accelerator"]:
         rows += [(f"accelerator.{k}", v) for k, v in data["accelerator"].items()]
     rows += [(f"resources.{k}", v) for k, v in data["resources"].items()]
     rows.append(("regions", ", ".join(data["regions"])))
     print_table(entry.name, ["field", "value"], rows)
+    for warning in data["price_warnings"]:
+        click.echo(f"warning: {warning}", err=True)
+    if offer_unavailable := data["unavailable_reason"]:
+        click.echo(f"warning: {entry.name} cannot be launched: {offer_unavailable}", err=True)
 
 
 @catalog.command(name="list")
@@ -134,16 +148,39 @@ def list_(cloud: str | None, accelerator_text: str | None, region: str | None, a
     if not offers:
         click.echo("No instance types match.")
         return
+    today = _today()
     print_table(
         "Instance types by price" + (f" in {region}" if region else " (cheapest region)"),
-        ["cloud", "instance type", "accelerator", "vCPUs", "memory", "$/hour", "spot $/hour"],
-        [_row(offer, region) for offer in offers],
+        [
+            "cloud",
+            "instance type",
+            "accelerator",
+            "vCPUs",
+            "memory",
+            "$/hour",
+            "spot $/hour",
+            "price as of",
+        ],
+        [_row(offer, region, today) for offer in offers],
     )
+    unlaunchable = Counter(offer.unavailable for offer in offers if offer.unavailable)
+    for reason, count in sorted(unlaunchable.items()):
+        click.echo(f"warning: {count} of these cannot be launched: {reason}", err=True)
+    doubtful = sum(1 for offer in offers if _price_fields(offer, region, today)["price_warnings"])
+    if doubtful:
+        click.echo(
+            f"warning: {doubtful} of these prices are older than {STALE_AFTER_DAYS} days, of "
+            "unknown date or flagged as anomalies (`catalog show TYPE` says which); "
+            + REFRESH_HINT,
+            err=True,
+        )
 
 
-def _row(offer: Offer, region: str | None) -> tuple[Any, ...]:
+def _row(offer: Offer, region: str | None, today: date) -> tuple[Any, ...]:
     accelerator = offer.accelerator
     price, spot = offer.price(region), offer.price(region, spot=True)
+    fields = _price_fields(offer, region, today)
+    as_of = fields["price_as_of"] or ("unknown" if price is not None else None)
     return (
         offer.instance_type.cloud,
         offer.label,
@@ -152,6 +189,7 @@ def _row(offer: Offer, region: str | None) -> tuple[Any, ...]:
         f"{offer.instance_type.memory_mib / 1024:g} GiB",
         f"{price:.4f}" if price is not None else None,
         f"{spot:.4f}" if spot is not None else None,
+        f"{as_of}{' (!)' if fields['price_warnings'] else ''}" if as_of else None,
     )
 
 

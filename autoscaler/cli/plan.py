@@ -147,6 +147,7 @@ def plan_dict(result: Plan, config: ClusterConfig | None = None) -> dict[str, An
         data["explain"] = {
             "notes": list(result.notes),
             "warnings": list(config.warnings),
+            "prices": price_lines(config),
             "ignored_keys": list(config.ignored_keys()),
             "not_acted_on": list(config.not_acted_on()),
         }
@@ -210,6 +211,7 @@ def _print_explain(result: Plan, config: ClusterConfig) -> None:
     sections = (
         ("Planner notes", result.notes),
         ("Config warnings", config.warnings),
+        ("Catalog prices (source, date)", price_lines(config)),
         ("Ray keys kept but not acted on", config.not_acted_on()),
     )
     for title, lines in sections:
@@ -217,3 +219,27 @@ def _print_explain(result: Plan, config: ClusterConfig) -> None:
             click.echo(f"\n{title}:")
             for line in lines:
                 click.echo(f"  - {line}")
+
+
+def price_lines(config: ClusterConfig) -> list[str]:
+    """Per node type priced from the catalog: the figure planned with, its source and date,
+    and a warning when it is older than 90 days, undated or a flagged anomaly."""
+    from datetime import datetime, timezone
+
+    from instance_catalog.catalog import UnknownInstanceTypeError, load_catalog
+    from instance_catalog.prices import price_line
+
+    today = datetime.now(timezone.utc).date()
+    lines = []
+    for node_type in config.node_types():
+        offering = node_type.offering
+        spec = config.spec.available_node_types[node_type.name]
+        if offering is None or spec.cost_per_hour is not None:
+            continue
+        try:
+            entry = load_catalog().get(offering.instance_type, config.spec.provider.type)
+        except UnknownInstanceTypeError:
+            continue
+        spot = offering.market == "spot"
+        lines.append(f"{node_type.name}: {price_line(entry, offering.region, spot, today)}")
+    return lines

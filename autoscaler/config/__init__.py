@@ -14,7 +14,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from autoscaler.config.errors import ConfigError, ConfigProblem, from_validation_error
+from accel.user_input import brief
+from autoscaler.config.errors import (
+    TOP_LEVEL,
+    ConfigError,
+    ConfigProblem,
+    from_validation_error,
+)
 from autoscaler.config.file_mounts import head_mounts
 from autoscaler.config.node_setup import docker_warnings, node_setup, with_ray_start
 from autoscaler.config.node_types import build_node_type, launch_config
@@ -186,7 +192,9 @@ def load_cluster_config(path: str | Path) -> ClusterConfig:
 def parse_cluster_config(data: Any, source: str = "<config>") -> ClusterConfig:
     """Validate and fill already-parsed YAML."""
     if not isinstance(data, dict):
-        raise ConfigError(source, ["expected a mapping of cluster settings at the top level"])
+        raise ConfigError(
+            source, [f"{TOP_LEVEL}: expected a mapping of cluster settings, got {brief(data)}"]
+        )
     warnings: list[str] = []
     provider = data.get("provider")
     kind = provider.get("type") if isinstance(provider, dict) else None

@@ -39,6 +39,27 @@ class ConfigError(ValueError):
         super().__init__(f"invalid cluster config {_cut(source, 200)}:\n" + "\n".join(shown))
 
 
+TOP_LEVEL = "top-level"
+"""The path of the document itself (its top level is not a mapping)."""
+UNION_TAG = re.compile(
+    r"^(?:list|dict|str|int|float|bool|none|tuple|set|literal|union|nullable|"
+    r"function-\w+|constrained-\w+|lax-or-strict|json-or-python|is-instance)(?:\[.*\])?$"
+)
+"""How pydantic names the member of a union a value failed (``list[str]``): not a YAML key."""
+KEY_MARKER = "[key]"
+"""pydantic's last location part when a mapping key itself is wrong."""
+
+
+def yaml_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """``loc`` as a path in the YAML: union member names dropped (``availability_zone.str``
+    is ``availability_zone``) and the ``[key]`` marker of a bad key removed."""
+    return tuple(
+        part
+        for part in loc
+        if not (isinstance(part, str) and (part == KEY_MARKER or UNION_TAG.match(part)))
+    )
+
+
 def dotted(loc: tuple[int | str, ...]) -> str:
     """``("a", "b", 0, "c")`` -> ``a.b[0].c`` (long keys cut short)."""
     path = ""
@@ -48,7 +69,7 @@ def dotted(loc: tuple[int | str, ...]) -> str:
         else:
             key = _cut(str(part), MAX_KEY)
             path += f".{key}" if path else key
-    return path
+    return path or TOP_LEVEL
 
 
 def _cut(text: str, limit: int) -> str:
@@ -57,8 +78,15 @@ def _cut(text: str, limit: int) -> str:
 
 def describe(error: ErrorDetails) -> str:
     """One pydantic error as ``path: what is wrong; did you mean ...``."""
-    loc, kind = error["loc"], error["type"]
-    prefix = f"{dotted(loc)}: " if loc else ""
+    loc, kind = yaml_loc(error["loc"]), error["type"]
+    if KEY_MARKER in error["loc"] or kind == "invalid_key":
+        *parent, key = loc or ("",)
+        where = f"{dotted(tuple(parent))}.{key}" if parent else str(key)
+        return f"{where}: a key must be a string, got {brief(error['input'])}"
+    if kind == "value_error":
+        loc, message = _field_of(loc, str(error.get("ctx", {}).get("error", error["msg"])))
+        return f"{dotted(loc)}: {message}"
+    prefix = f"{dotted(loc)}: "
     if kind == "extra_forbidden":
         model = model_at(loc[:-1])
         allowed = list(model.model_fields) if model else []
@@ -71,10 +99,34 @@ def describe(error: ErrorDetails) -> str:
         )
     if kind == "missing":
         return f"{prefix}required"
-    if kind == "value_error":
-        return f"{prefix}{error.get('ctx', {}).get('error', error['msg'])}"
-    return f"{prefix}{error['msg']} (got {brief(error['input'])})"
+    message = re.sub(r" or instance of \w+$", "", error["msg"])
+    return f"{prefix}{message} (got {brief(error['input'])})"
+
+
+def _field_of(loc: tuple[int | str, ...], message: str) -> tuple[tuple[int | str, ...], str]:
+    """A model check's message ``field: what`` moved onto the field's own path."""
+    model = model_at(loc)
+    field, sep, rest = message.partition(": ")
+    if sep and model is not None and field in model.model_fields:
+        return (*loc, field), rest
+    return loc, message
 
 
 def from_validation_error(source: str, error: ValidationError) -> ConfigError:
-    return ConfigError(source, [describe(detail) for detail in error.errors()])
+    """One line per field: a value that fits no member of a union is said once."""
+    lines: dict[str, list[str]] = {}
+    for detail in error.errors():
+        path, _, message = describe(detail).partition(": ")
+        lines.setdefault(path, []).append(message)
+    return ConfigError(source, [f"{path}: {_either(messages)}" for path, messages in lines.items()])
+
+
+def _either(messages: list[str]) -> str:
+    """``Input should be a valid list (got 5)`` and ``... a valid string (got 5)`` as one."""
+    if len(messages) == 1:
+        return messages[0]
+    wanted = [re.sub(r"^Input should be (.*) \(got .*\)$", r"\1", m) for m in messages]
+    got = re.search(r"\(got .*\)$", messages[0])
+    if all(w != m for w, m in zip(wanted, messages, strict=True)) and got:
+        return f"Input should be {' or '.join(dict.fromkeys(wanted))} {got.group(0)}"
+    return "; ".join(dict.fromkeys(messages))

@@ -32,7 +32,7 @@ def build_node_type(
     path = f"available_node_types.{name}"
     node_config = launch_config(spec)
     try:
-        with _field_problems(f"{path}.node_config"):
+        with _field_problems(path, spec):
             offer = cloud.catalog_offer(node_config, provider_config)
     except ConfigProblem as problem:
         if spec.resources is None:
@@ -40,7 +40,7 @@ def build_node_type(
         warnings.append(f"{problem}; using the given resources")
         offer = None
     try:
-        with _field_problems(f"{path}.node_config"):
+        with _field_problems(path, spec):
             offering = cloud.offering(node_config, provider_config)
     except ConfigProblem:
         if offer is not None or spec.resources is None:
@@ -57,9 +57,14 @@ def build_node_type(
     resources = {**per_host, **(spec.resources or {})}
     market = offering.market if offering else (spec.market or ON_DEMAND)
     region = offering.region if offering else cloud.price_region(provider_config)
+    unlaunchable = offer.unavailable if offer else None
+    if unlaunchable:
+        warnings.append(f"{path}: {offer.label} cannot be launched: {unlaunchable}")
     return NodeType(
         name=name,
         resources=resources,
+        available=unlaunchable is None,
+        unavailable_reason=unlaunchable,
         price=_price(path, spec, offer, region, market, warnings),
         min_workers=spec.min_workers,
         max_workers=spec.max_workers,
@@ -76,24 +81,32 @@ def launch_config(spec: NodeTypeConfig) -> dict[str, Any]:
     """The node_config a launch sends its plugin: the YAML's, with the node type's own
     ``market``, ``region`` and ``availability_zone`` (the cloud reads them over its own)."""
     node_config = dict(spec.node_config)
-    for key in ("market", "region", "availability_zone"):
+    for key in NODE_TYPE_LAUNCH_KEYS:
         value = getattr(spec, key)
         if value:
             node_config[key] = value
     return node_config
 
 
+NODE_TYPE_LAUNCH_KEYS = ("market", "region", "availability_zone")
+"""Node-type keys :func:`launch_config` hands the cloud inside its node_config."""
+
+
 @contextmanager
-def _field_problems(path: str) -> Iterator[None]:
-    """A cloud's node_config error as a problem at its field under ``path`` (or in the
-    provider section, when the field says so)."""
+def _field_problems(path: str, spec: NodeTypeConfig) -> Iterator[None]:
+    """A cloud's node_config error as a problem at its field: under the node type ``path``'s
+    node_config, at the node type's own key where the YAML set it there (``market``), or in
+    the provider section, when the field says so."""
     try:
         yield
     except InvalidConfigError as err:
         if err.field and err.field.startswith("provider."):
             raise ConfigProblem(err.field, err.raw_message) from None
+        head = (err.field or "").split(".", 1)[0]
+        own = head in NODE_TYPE_LAUNCH_KEYS and head not in spec.node_config
+        where = path if own else f"{path}.node_config"
         field = f".{err.field}" if err.field else ""
-        raise ConfigProblem(f"{path}{field}", err.raw_message) from None
+        raise ConfigProblem(f"{where}{field}", err.raw_message) from None
 
 
 def _catalog_shape(offer: Offer | None) -> tuple[int, dict[str, float], dict[str, float]]:

@@ -132,7 +132,7 @@ class NodeTypeConfig(_Section):
     def _min_within_max(self) -> NodeTypeConfig:
         if self.max_workers is not None and self.min_workers > self.max_workers:
             raise ValueError(
-                f"min_workers ({self.min_workers}) exceeds max_workers ({self.max_workers})"
+                f"min_workers: {self.min_workers} exceeds max_workers ({self.max_workers})"
             )
         return self
 

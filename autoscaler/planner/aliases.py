@@ -1,13 +1,19 @@
 """Accelerator aliases in demand: a token that is another spelling of a canonical type
-(``accelerator_type:Gaudi2``, ``accelerator_type:a100-80gb``) is planned as that type, and
-the plan's notes say so. Tokens a node type advertises are left as they are."""
+(``accelerator_type:Gaudi2``, ``accelerator_type:a100-80gb``).
+
+Ray schedules a task on the resource name exactly as written, so an alias is planned as its
+canonical type only where the nodes launched for it will advertise the alias itself (Ray's
+own names, such as ``FURIOSA_RNGD``, are advertised tokens and need no renaming). Any other
+alias is left as it is (so it shows as infeasible, not as a node that never serves it), and
+the plan's notes name the token to request instead. Tokens a node type advertises are left
+as they are."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
 
-from accel.names import UnknownAcceleratorTypeError, lookup
+from accel.names import UnknownAcceleratorTypeError, lookup, tokens_for
 from autoscaler.planner.items import TOKEN_PREFIX
 from autoscaler.planner.model import (
     BundleDemand,
@@ -41,17 +47,26 @@ def canonical_demand(
     shapes = [b.resources for b in demand.bundles]
     shapes += [b for g in demand.placement_groups for b in g.bundles]
     renames: dict[str, str] = {}
+    unplanned: list[str] = []
     for name in {n for shape in shapes for n in shape if n.startswith(TOKEN_PREFIX)}:
         if name in advertised:
             continue
         try:
-            canonical = TOKEN_PREFIX + lookup(name).name
+            entry = lookup(name)
         except UnknownAcceleratorTypeError:
             continue
-        if canonical != name:
+        canonical = TOKEN_PREFIX + entry.name
+        if canonical == name:
+            continue
+        if name.removeprefix(TOKEN_PREFIX) in tokens_for(entry.name):
             renames[name] = canonical
+        else:
+            unplanned.append(
+                f"{name} is an alias of {canonical}, but nodes advertise only "
+                f"{canonical} and Ray schedules on the name as written: request {canonical}"
+            )
     if not renames:
-        return demand, ()
+        return demand, tuple(sorted(unplanned))
 
     def rename(resources: Resources) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -70,7 +85,7 @@ def canonical_demand(
     notes = tuple(
         f"{old} is an alias of {new}: planned as {new}" for old, new in sorted(renames.items())
     )
-    return renamed, notes
+    return renamed, notes + tuple(sorted(unplanned))
 
 
 __all__ = ["canonical_demand", "plan_canonical"]

@@ -35,7 +35,7 @@ class SimulatedHost:
     cpus: int
     memory_bytes: int
     family: str | None = None
-    """``nvidia``, ``neuron``, ``tpu`` or ``gaudi``; None for a CPU host."""
+    """``nvidia``, ``amd``, ``neuron``, ``tpu`` or ``gaudi``; None for a CPU host."""
     accelerator_type: str | None = None
     devices: int = 0
     """GPUs, Neuron devices, TPU chips on this host, or Gaudi cards."""
@@ -52,9 +52,8 @@ def build(root: Path, host: SimulatedHost) -> dict[str, str]:
     _write(root, "/sys/devices/system/cpu/online", f"0-{host.cpus - 1}")
     _write(root, "/proc/meminfo", f"MemTotal:       {host.memory_bytes // 1024} kB")
     _write(root, "/sys/devices/virtual/dmi/id/product_name", host.instance_type)
-    builder = {"nvidia": _nvidia, "neuron": _neuron, "tpu": _tpu, "gaudi": _gaudi}.get(
-        host.family or ""
-    )
+    builders = {"nvidia": _nvidia, "amd": _amd, "neuron": _neuron, "tpu": _tpu, "gaudi": _gaudi}
+    builder = builders.get(host.family or "")
     if builder is not None:
         env.update(builder(root, host))
     return env
@@ -70,16 +69,27 @@ def _write(root: Path, host_path: str, text: str, executable: bool = False) -> P
 
 
 def _nvidia(root: Path, host: SimulatedHost) -> dict[str, str]:
+    """An NVML table; a partitioned type (g6f) is a vGPU of its whole GPU with a profile
+    name (``NVIDIA L4-3Q``) and the partition's memory, as NVML shows it in the guest."""
     from accel.families.nvidia import PCI_DEVICE_TYPES
+    from accel.names import get
 
-    pci_id = next((i for i, t in PCI_DEVICE_TYPES.items() if t == host.accelerator_type), 0)
+    entry = get(host.accelerator_type or "")
+    whole = host.accelerator_type or ""
+    name = f"NVIDIA {whole.replace('-', ' ')}"
+    memory = host.device_memory_mib or 16384
+    if entry is not None and entry.partitioned:
+        whole = whole.removesuffix("-PARTITIONED")
+        name = f"NVIDIA {whole}-{round(memory / 1024)}Q"
+    pci_id = next((i for i, t in PCI_DEVICE_TYPES.items() if t == whole), 0)
     gpus = [
         {
-            "name": f"NVIDIA {host.accelerator_type}",
+            "name": name,
             "uuid": f"GPU-{zlib.crc32(f'{root}/{index}'.encode()):08x}-5117-{index:04x}",
-            "memory_mib": host.device_memory_mib or 16384,
+            "memory_mib": memory,
             "pci_device_id": pci_id,
             "bus_id": f"00000000:{0x10 + index:02X}:00.0",
+            "vgpu": bool(entry and entry.partitioned),
         }
         for index in range(host.devices)
     ]
@@ -88,7 +98,10 @@ def _nvidia(root: Path, host: SimulatedHost) -> dict[str, str]:
 
 
 def _neuron(root: Path, host: SimulatedHost) -> dict[str, str]:
+    from accel.families.neuron import DEFAULT_LNC
+
     memory = (host.device_memory_mib or 32768) * 2**20
+    lnc = DEFAULT_LNC.get(host.accelerator_type or "")
     devices = [
         {
             "neuron_device": index,
@@ -100,11 +113,33 @@ def _neuron(root: Path, host: SimulatedHost) -> dict[str, str]:
             ],
             "instance_type": host.instance_type,
             "neuron_processes": [],
+            **({"logical_neuroncore_config": lnc} if lnc else {}),
         }
         for index in range(host.devices)
     ]
     data = _write(root, "/opt/aws/neuron/neuron-ls.json", json.dumps(devices))
     _write(root, f"{NEURON_BIN}/neuron-ls", f"#!/bin/sh\ncat '{data}'", executable=True)
+    return {}
+
+
+def _amd(root: Path, host: SimulatedHost) -> dict[str, str]:
+    """The KFD topology ROCm reads: node 0 the CPU, then one node per GPU."""
+    from accel.families.amd import AMD_DEVICE_TYPES, AMD_VENDOR_ID, KFD_NODES
+
+    device_id = next((i for i, t in AMD_DEVICE_TYPES.items() if t == host.accelerator_type), 0)
+    _write(root, f"{KFD_NODES}/0/properties", "simd_count 0")
+    memory = (host.device_memory_mib or 8192) * 2**20
+    for index in range(host.devices):
+        node = f"{KFD_NODES}/{index + 1}"
+        properties = {
+            "simd_count": 144,
+            "vendor_id": AMD_VENDOR_ID,
+            "device_id": device_id,
+            "unique_id": zlib.crc32(f"{root}/{index}".encode()),
+            "location_id": (0x10 + index) << 8,
+        }
+        _write(root, f"{node}/properties", "\n".join(f"{k} {v}" for k, v in properties.items()))
+        _write(root, f"{node}/mem_banks/0/properties", f"heap_type 1\nsize_in_bytes {memory}")
     return {}
 
 

@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -74,7 +75,7 @@ def simulated_hosts(
             memory_bytes=entry.memory_mib * MIB,
             family=accelerator.family if accelerator else None,
             accelerator_type=accelerator.name if accelerator else None,
-            devices=int(accelerator.count) if accelerator else 0,
+            devices=math.ceil(accelerator.count) if accelerator else 0,
             device_memory_mib=accelerator.memory_mib if accelerator else None,
             cores_per_device=(accelerator.cores_per_device or 1) if accelerator else 1,
             tpu_pod_type=entry.name if entry.tpu else None,

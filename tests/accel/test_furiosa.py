@@ -13,7 +13,7 @@ def test_detects_rngd_devices_from_furiosa_smi(fake_host):
     found = FAMILY.detect(fake_host.probe())
     assert found is not None and found.count == 4
     assert found.resource == "FURIOSA"
-    assert found.tokens == ("Furiosa-RNGD",)
+    assert found.tokens == ("FURIOSA_RNGD", "Furiosa-RNGD")  # Ray's name, then ours
     assert [d.id for d in found.devices] == ["0", "1", "2", "3"]
     first = found.devices[0]
     assert first.model == "Furiosa RNGD"
@@ -27,7 +27,7 @@ def test_detects_rngd_devices_from_furiosa_smi(fake_host):
 def test_warboy_from_furiosa_smi(fake_host):
     install_furiosa(fake_host, count=2, arch="warboy")
     found = FAMILY.detect(fake_host.probe())
-    assert found.tokens == ("Furiosa-WARBOY",)
+    assert found.tokens == ("FURIOSA_WARBOY", "Furiosa-WARBOY")
     assert found.devices[0].memory_mib == 16 * 1024
 
 
@@ -38,7 +38,7 @@ def test_warboy_from_furiosa_smi(fake_host):
 def test_other_rngd_skus_are_their_own_types(fake_host, arch, canonical):
     fake_host.command("furiosa-smi", furiosa_smi_info_json(1, arch))
     found = FAMILY.detect(fake_host.probe())
-    assert found.tokens == (canonical,)
+    assert found.tokens[-1] == canonical and found.tokens[0].startswith("FURIOSA_")
     assert found.devices[0].memory_mib is None
 
 
@@ -52,7 +52,7 @@ def test_without_tool_reads_rngd_device_files_and_sysfs(fake_host):
     install_furiosa(fake_host, count=2, arch="rngd", smi=False)
     found = FAMILY.detect(fake_host.probe())
     assert [d.id for d in found.devices] == ["0", "1"]
-    assert found.tokens == ("Furiosa-RNGD",)
+    assert found.tokens == ("FURIOSA_RNGD", "Furiosa-RNGD")  # Ray's name, then ours
     first = found.devices[0]
     assert first.uuid == "82540B87-1055-48C6-AAB1-C4CC84672C00"
     assert first.details["device_node"] == "/dev/rngd/npu0"
@@ -63,7 +63,7 @@ def test_without_tool_reads_warboy_device_files_and_sysfs(fake_host):
     install_furiosa(fake_host, count=3, arch="warboy", smi=False)
     found = FAMILY.detect(fake_host.probe())
     assert [d.id for d in found.devices] == ["0", "1", "2"]
-    assert found.tokens == ("Furiosa-WARBOY",)
+    assert found.tokens == ("FURIOSA_WARBOY", "Furiosa-WARBOY")
 
 
 def test_device_files_of_another_platform_are_ignored(fake_host):

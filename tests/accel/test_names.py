@@ -37,10 +37,10 @@ from accel.names import (
         ("NVIDIA H20", None, ("H20",)),
         ("NVIDIA GH200 480GB", None, ("GH200",)),
         ("NVIDIA RTX PRO 6000 Blackwell Server Edition", None, ("RTX-PRO-6000",)),
-        ("NVIDIA GeForce RTX 4090", None, ("RTX-4090",)),
+        ("NVIDIA GeForce RTX 4090", None, ("GeForce-RTX-4090", "RTX-4090")),
         ("Quadro RTX 6000", None, ("RTX-6000",)),
         ("NVIDIA RTX A6000", None, ("RTX-A6000",)),
-        ("NVIDIA RTX 6000 Ada Generation", None, ("RTX-6000-Ada",)),
+        ("NVIDIA RTX 6000 Ada Generation", None, ("RTX-6000", "RTX-6000-Ada")),
     ],
 )
 def test_nvidia_marketing_names_resolve(model, memory_mib, tokens):

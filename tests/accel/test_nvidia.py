@@ -44,7 +44,7 @@ ISSUE_MODELS = [
     ("NVIDIA L40S", "L40S", ("L40S",)),
     ("NVIDIA GB200", "GB200", ("GB200",)),
     ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "RTX-PRO-6000", ("RTX-PRO-6000",)),
-    ("NVIDIA GeForce RTX 4090", "RTX-4090", ("RTX-4090",)),
+    ("NVIDIA GeForce RTX 4090", "RTX-4090", ("GeForce-RTX-4090", "RTX-4090")),
     ("Quadro RTX 6000", "RTX-6000", ("RTX-6000",)),
 ]
 

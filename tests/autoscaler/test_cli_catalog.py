@@ -5,6 +5,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -199,9 +200,8 @@ def test_every_ec2_instance_family_plans_as_a_node_type(tmp_path):
 
 
 def test_refresh_prices_then_show_says_how_old_each_price_is(tmp_path):
-    from datetime import date, datetime, timezone
+    from datetime import datetime, timezone
 
-    from instance_catalog.prices import snapshot_info
     from tests.fakes.aws_replay import load_recordings, replay_server
 
     env = dict(os.environ)
@@ -228,9 +228,64 @@ def test_refresh_prices_then_show_says_how_old_each_price_is(tmp_path):
     fresh = show("p5.48xlarge", "--region", "us-east-1")
     assert (fresh["price_per_hour"], fresh["spot_price_per_hour"]) == (55.04, 11.9873)
     assert (fresh["price_as_of"], fresh["price_age_days"]) == (today.isoformat(), 0)
+    assert fresh["price_warnings"] == []
     bundled = show("p5.48xlarge", "--region", "us-west-2")  # not in that region's refresh
     assert bundled["price_per_hour"] == 98.32
-    snapshot_date = snapshot_info()["aws"]["date"]
-    assert bundled["price_as_of"] == snapshot_date
-    assert bundled["price_age_days"] == (today - date.fromisoformat(snapshot_date)).days
+    # The recording it comes from does not say when AWS's prices were read: no date is made up.
+    assert (bundled["price_as_of"], bundled["price_age_days"]) == (None, None)
+    assert "SkyPilot" in bundled["price_source"]
+    assert "unknown date" in bundled["price_warnings"][0]
     assert "price_age_days" in autoscale("catalog", "show", "m4.xlarge", env=env).stdout
+
+
+def test_show_gives_the_price_list_figure_with_its_source_date():
+    done = autoscale("catalog", "show", "p5.48xlarge", "--region", "us-east-1", "--json")
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert (shown["price_per_hour"], shown["price_as_of"]) == (55.04, "2026-07-20")
+    assert "Price List" in shown["price_source"]
+
+
+@pytest.mark.parametrize("name", ["n4-standard-8", "t2d-standard-4", "c2d-highcpu-8"])
+def test_gcp_families_in_the_recorded_api_answers_are_known(name):
+    done = autoscale("catalog", "show", name, "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["regions"]
+
+
+def test_plan_explain_names_each_price_source_and_date(tmp_path):
+    done = autoscale("plan", "example-clusters/gcp-gpu.yaml", "--explain", "--json")
+    assert done.returncode == 0, done.stderr
+    prices = json.loads(done.stdout)["explain"]["prices"]
+    h100 = next(line for line in prices if "a3-highgpu-8g" in line)
+    assert "skypilot-gcp" in h100 and "date unknown" in h100 and "flagged" in h100
+
+
+def test_types_that_cannot_launch_are_listed_only_when_named():
+    listed = json.loads(autoscale("catalog", "list", "--cloud", "gcp", "--json").stdout)
+    labels = {row["instance_type"] for row in listed}
+    assert not any(label.startswith("v7x-") or "k80" in label for label in labels)
+    named = autoscale("catalog", "list", "--accelerator", "tpu-v7x", "--json")
+    rows = json.loads(named.stdout)
+    assert rows and all(not row["launchable"] for row in rows)
+    assert "Google Kubernetes Engine" in rows[0]["unavailable_reason"]
+    shown = autoscale("catalog", "show", "n1-standard-8", "--json")
+    assert json.loads(shown.stdout)["launchable"]
+
+
+def test_plan_says_why_a_node_type_cannot_launch(tmp_path):
+    import yaml
+
+    data = yaml.safe_load(Path("tests/autoscaler/fixtures/gcp-tpu.yaml").read_text())
+    data["provider"]["availability_zone"] = "us-central1-c"
+    del data["available_node_types"]["tpu_topology"]
+    name, node_type = "tpu_v4_16", data["available_node_types"]["tpu_v4_16"]
+    node_type["node_config"]["acceleratorType"] = "v7x-8"
+    node_type["min_workers"] = 1
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data))
+    done = autoscale("plan", str(path), "--explain", "--json")
+    assert done.returncode == 0, done.stderr
+    explain = json.loads(done.stdout)["explain"]
+    assert any("cannot be launched" in w and "GKE" in w for w in explain["warnings"])
+    assert any(name in note and "Kubernetes Engine" in note for note in explain["notes"])

@@ -245,7 +245,7 @@ def test_min_workers_within_max_workers():
             gpu={"node_config": {"InstanceType": "m5.large"}, "min_workers": 3, "max_workers": 1}
         )
     )
-    assert message == "available_node_types.gpu: min_workers (3) exceeds max_workers (1)"
+    assert message == "available_node_types.gpu.min_workers: 3 exceeds max_workers (1)"
 
 
 def test_errors_are_collected_into_one_config_error(tmp_path):

@@ -92,6 +92,9 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec("NVIDIA RTX PRO 6000 Blackwell Server Edition", 97887, 0x2BB5, (12, 0)),
         ModelSpec("NVIDIA GeForce RTX 4090", 24564, 0x2684, (8, 9)),
         ModelSpec("Quadro RTX 6000", 24576, 0x1E36, (7, 5)),
+        ModelSpec("NVIDIA RTX 6000 Ada Generation", 49140, 0x26B1, (8, 9)),
+        ModelSpec("NVIDIA RTX A6000", 49140, 0x2230, (8, 6)),
+        ModelSpec("NVIDIA GeForce RTX 3090", 24576, 0x2204, (8, 6)),
     )
 }
 

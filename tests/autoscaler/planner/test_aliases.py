@@ -12,7 +12,7 @@ GAUDI2 = NodeType(
 MXC = NodeType("metax", {"CPU": 32, "GPU": 8, "accelerator_type:MXC500": 1}, 9.0)
 
 
-def test_an_alias_is_planned_as_its_canonical_name_with_a_note():
+def test_an_alias_is_planned_only_for_nodes_that_advertise_it():
     demand = Demand(
         bundles=(BundleDemand({"HPU": 8, "accelerator_type:Gaudi2": 0.001}, 2),),
         placement_groups=(
@@ -20,12 +20,30 @@ def test_an_alias_is_planned_as_its_canonical_name_with_a_note():
         ),
     )
     result = plan_canonical(PlanRequest(node_types=(GAUDI2,), demand=demand))
-    # Two full hosts for the bundles, a third for the group: all of it planned as Intel-GAUDI2.
-    assert result.launch_counts() == {"gaudi2": 3} and not result.infeasible
+    # Ray would schedule these on "accelerator_type:Gaudi2", which an Intel-GAUDI2 node never
+    # advertises: launching one would never serve them. They stay unplanned, with the fix.
+    assert result.launch_counts() == {} and result.infeasible
     assert (
-        "accelerator_type:Gaudi2 is an alias of accelerator_type:Intel-GAUDI2: planned as "
-        "accelerator_type:Intel-GAUDI2" in result.notes
+        "accelerator_type:Gaudi2 is an alias of accelerator_type:Intel-GAUDI2, but nodes "
+        "advertise only accelerator_type:Intel-GAUDI2 and Ray schedules on the name as "
+        "written: request accelerator_type:Intel-GAUDI2" in result.notes
     )
+
+
+def test_a_ray_name_of_a_node_type_is_planned_on_it():
+    furiosa = NodeType(
+        "rngd",
+        {
+            "CPU": 48,
+            "FURIOSA": 8,
+            "accelerator_type:FURIOSA_RNGD": 1,
+            "accelerator_type:Furiosa-RNGD": 1,
+        },
+        10.0,
+    )
+    demand = Demand(bundles=(BundleDemand({"FURIOSA": 1, "accelerator_type:FURIOSA_RNGD": 0.001}),))
+    result = plan_canonical(PlanRequest(node_types=(furiosa,), demand=demand))
+    assert result.launch_counts() == {"rngd": 1}
 
 
 def test_tokens_a_node_type_advertises_and_unknown_tokens_are_left_alone():

@@ -19,6 +19,8 @@ NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_GPU_IS_LOST = 15
 NVML_DEVICE_MIG_ENABLE = 1
+NVML_GPU_VIRTUALIZATION_MODE_NONE = 0
+NVML_GPU_VIRTUALIZATION_MODE_VGPU = 2
 
 _gpus: list[dict[str, Any]] = []
 table_path: str | None = None
@@ -70,6 +72,12 @@ def nvmlDeviceGetPciInfo(handle: int) -> SimpleNamespace:
 
 def nvmlDeviceGetCudaComputeCapability(handle: int) -> tuple[int, int]:
     return (8, 0)
+
+
+def nvmlDeviceGetVirtualizationMode(handle: int) -> int:
+    """A partition a cloud sells as a GPU (g6f) is a vGPU in its guest."""
+    vgpu = _gpus[handle].get("vgpu")
+    return NVML_GPU_VIRTUALIZATION_MODE_VGPU if vgpu else NVML_GPU_VIRTUALIZATION_MODE_NONE
 
 
 def nvmlDeviceGetMigMode(handle: int) -> tuple[int, int]:
