@@ -85,7 +85,11 @@ def node_setup(spec: Any, node_type: str, head: bool) -> NodeSetup:
     start = spec.head_start_ray_commands if head else spec.worker_start_ray_commands
     return NodeSetup(
         initialization_commands=tuple(init or ()),
-        docker=_docker(node_type, {**_set(spec.docker), **_set(own.docker)}, head),
+        docker=_docker(
+            f"available_node_types.{node_type}.docker" if own.docker is not None else "docker",
+            {**_set(spec.docker), **_set(own.docker)},
+            head,
+        ),
         setup_commands=tuple(spec.setup_commands or ()) + tuple(role or ()),
         start_ray_commands=tuple(start or ()),
         file_mounts=dict(spec.file_mounts or {}),
@@ -98,8 +102,9 @@ def _set(docker: Any) -> dict[str, Any]:
     return docker.model_dump(exclude_unset=True) if docker is not None else {}
 
 
-def _docker(node_type: str, docker: Mapping[str, Any], head: bool) -> DockerSetup | None:
-    """Ray's rule: a container runs when ``container_name`` is set."""
+def _docker(where: str, docker: Mapping[str, Any], head: bool) -> DockerSetup | None:
+    """Ray's rule: a container runs when ``container_name`` is set; ``where``: the field path
+    a problem is reported at (the node type's own ``docker``, else the cluster's)."""
     name = docker.get("container_name")
     if not name:
         return None
@@ -107,7 +112,7 @@ def _docker(node_type: str, docker: Mapping[str, Any], head: bool) -> DockerSetu
     image = docker.get(f"{role}_image") or docker.get("image")
     if not image:
         raise ConfigProblem(
-            f"available_node_types.{node_type}.docker",
+            where,
             f"container_name {name!r} needs image (or {role}_image)",
         )
     options = [*(docker.get("run_options") or ()), *(docker.get(f"{role}_run_options") or ())]
