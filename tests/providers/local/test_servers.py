@@ -7,6 +7,7 @@ import sys
 import boto3
 import pytest
 
+from instance_catalog.aws import corrected_records
 from providers import UnknownProviderError, get_provider
 from providers.local.servers import ensure_emulator, stop_emulator
 
@@ -58,6 +59,29 @@ def test_stop_ends_the_emulator_and_a_new_one_starts_after(state_dir):
     )
     assert ec2.describe_instances()["Reservations"] == []  # a fresh, empty cloud
     assert ensure_emulator("aws", "emu-test") == second
+
+
+def test_the_local_ec2_offers_every_type_the_catalog_sells_in_a_region(state_dir):
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=ensure_emulator("aws", "emu-test"),
+        region_name="us-east-1",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+    records, zones = corrected_records()
+    sold = {name for name in records if "us-east-1" in zones.get(name, {})}
+    assert "p2.xlarge" in sold  # retired K80, moto's data lacks it
+    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(LocationType="region")
+    offered = {o["InstanceType"] for page in pages for o in page["InstanceTypeOfferings"]}
+    assert sold <= offered
+    (k80,) = ec2.describe_instance_types(InstanceTypes=["p2.xlarge"])["InstanceTypes"]
+    assert k80["VCpuInfo"]["DefaultVCpus"] == 4
+    in_zone = ec2.describe_instance_type_offerings(
+        LocationType="availability-zone",
+        Filters=[{"Name": "instance-type", "Values": ["p2.xlarge"]}],
+    )["InstanceTypeOfferings"]
+    assert "us-east-1a" in {o["Location"] for o in in_zone}
 
 
 def test_unknown_provider_type_names_the_known_ones():
