@@ -168,3 +168,23 @@ def test_aws_example_gpu_docker_comes_up_on_its_retired_k80_head(tmp_path):
         assert logs.exit_code == 0, logs.output
         assert "head_setup_commands[0]: exit 0" in logs.stdout
         assert "Ray runtime started." in logs.stdout
+
+
+@pytest.mark.timeout(240)
+def test_gcp_tpu_pod_example_comes_up_with_its_head_vm_in_a_tpu_zone(tmp_path):
+    # us-central2-b: the catalog knows it from TPU v4 alone; its head VM still launches there.
+    with brought_up(tmp_path, "gcp-example-tpu-pod.yaml", "ray-gcp-pod", "--wait") as (
+        path,
+        _,
+        status,
+    ):
+        nodes = {n["node_type"]: n for n in status["nodes"]}
+        head = nodes["ray_head_default"]
+        assert head["offering"] == "n1-standard-4/us-central2-b/on-demand"
+        assert head["state"] == "running"
+        pod = nodes["ray_tpu"]
+        assert pod["offering"].startswith("v4-16/us-central2-b/")
+        assert len(pod["internal_ips"]) == 2  # one per host of the slice
+        logs = autoscale("logs", path, head["id"])
+        assert logs.exit_code == 0, logs.output
+        assert "head_setup_commands[0]: pip install google-api-python-client" in logs.stdout

@@ -87,3 +87,14 @@ def test_the_local_ec2_offers_every_type_the_catalog_sells_in_a_region(state_dir
 def test_unknown_provider_type_names_the_known_ones():
     with pytest.raises(UnknownProviderError, match="known types: aws, gcp"):
         get_provider({"type": "azure"}, "c")
+
+
+def test_every_zone_the_gcp_facts_know_serves_machine_types():
+    from instance_catalog.tpu import gcp_data, tpu_zones
+    from providers.local.gcp.zones import served_zone_tables
+
+    machines, gpus = served_zone_tables()
+    tpu = {z for g in gcp_data()["tpu"] for zs in tpu_zones(g).values() for z in zs}
+    assert tpu | set(gpus) <= set(machines)
+    assert "n1-standard-4" in machines["us-central2-b"]  # a TPU v4 zone
+    assert not any(f.get("accelerators") for f in machines["us-central2-b"].values())
