@@ -205,7 +205,12 @@ def agent_script(
     own = spec.available_node_types[node_type]
     setup = node_setup(spec, node_type, head)
     agent_starts_ray = own.ray_start and not setup.starts_ray
-    report_url = f"http://127.0.0.1:{REPORT_PORT}" if head else report and report.url
+    # The head's monitor serves reports on the head's own address (as a worker reaches it).
+    report_url = (
+        f'"http://$RAY_HEAD_IP:{REPORT_PORT}"'
+        if head
+        else report and report.url and shlex.quote(report.url)
+    )
     agent = _agent_command(config, agent_starts_ray, report if report_url else None, report_url)
     lines = [
         "#!/bin/bash",
@@ -251,6 +256,7 @@ def _comment(text: str) -> str:
 def _agent_command(
     config: ClusterConfig, ray_start: bool, report: ReportTarget | None, report_url: str | None
 ) -> str:
+    """The agent's command line; ``report_url`` is shell text (quoted, may expand)."""
     provider = config.spec.provider.model_dump()
     settings = {k: v for k, v in provider.items() if v is not None and k != "emulator"}
     argv = [
@@ -264,9 +270,10 @@ def _agent_command(
     ]
     if ray_start:
         argv.append("--ray-start")
+    command = shlex.join(argv)
     if report is not None and report_url:
-        argv += ["--report-url", report_url, "--report-secret-file", SECRET_PATH]
-    return shlex.join(argv)
+        command += f" --report-url {report_url} --report-secret-file {SECRET_PATH}"
+    return command
 
 
 def _head_address(head: bool, ray_address: str | None, report: ReportTarget | None) -> list[str]:

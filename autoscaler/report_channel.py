@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import threading
 import time
 import urllib.request
@@ -94,6 +95,21 @@ def http_publisher(
             response.read()
 
     return publish
+
+
+def bind_host(address: str | None) -> str:
+    """Where the report endpoint listens: ``address`` when it is this machine's own (the
+    head VM's private IP; in the local cloud, the instance's loopback address), so ports
+    only collide per address as on separate VMs; else all interfaces (an address in front
+    of this machine, e.g. behind NAT)."""
+    if not address:
+        return "0.0.0.0"
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET) as probe:
+            probe.bind((address, 0))
+    except (OSError, UnicodeError):
+        return "0.0.0.0"
+    return address
 
 
 class ReportServer:

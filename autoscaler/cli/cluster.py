@@ -200,7 +200,8 @@ def request(cluster_yaml: str, demand_source: str | None, bundles: str | None) -
 @click.option(
     "--report-port",
     type=click.IntRange(0, 65535),
-    help="Serve the nodes' report endpoint on this port (all interfaces).",
+    help="Serve the nodes' report endpoint on this port (on --report-address when it is "
+    "this machine's, else all interfaces).",
 )
 @click.option(
     "--report-address",
@@ -297,7 +298,7 @@ def _attach(cluster: Cluster) -> None:
 def _report_endpoint(cluster, port: int, address: str | None, secret_file: str | None):
     """The report endpoint (started) and where launched nodes reach it."""
     from autoscaler.cluster import state_path
-    from autoscaler.report_channel import ReportServer, ReportTarget, cluster_secret
+    from autoscaler.report_channel import ReportServer, ReportTarget, bind_host, cluster_secret
 
     try:
         secret = Path(secret_file).read_text().strip() if secret_file else None
@@ -308,6 +309,7 @@ def _report_endpoint(cluster, port: int, address: str | None, secret_file: str |
         endpoint = ReportServer(
             state_path(cluster.name),
             secret,
+            host=bind_host(address),
             port=port,
             node_id_of=cluster.provider.cloud.node_id_of,
         ).start()

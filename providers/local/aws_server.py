@@ -2,7 +2,8 @@
 
 - private addresses on this machine's loopback network (``127.x.y.z``), so what a node's
   boot data says about another node (the head's report endpoint, Ray's address) reaches it;
-- ``GetConsoleOutput`` returns the simulated host's console (its boot log) once it boots.
+- ``GetConsoleOutput`` returns the simulated host's console (its boot log) once it boots;
+- every instance type the catalog knows is offered (``aws_types``), as on the real EC2.
 
 Run: ``python -m providers.local.aws_server -H 127.0.0.1 -p 5000 --consoles DIR``.
 """
@@ -14,6 +15,7 @@ import random
 import sys
 from pathlib import Path
 
+from providers.local.aws_types import teach_catalog_types
 from providers.local.consoles import read_console
 
 
@@ -42,6 +44,7 @@ def serve(consoles: Path | None, argv: list[str]) -> None:
         return ActionResult({"InstanceId": instance.id, "Timestamp": utcnow(), "Output": output})
 
     General.get_console_output = get_console_output
+    teach_catalog_types()
     server.main(argv)
 
 

@@ -232,11 +232,12 @@ def test_the_head_runs_the_monitor_as_a_service_that_receives_reports(tmp_path):
     unit = (tmp_path / "etc/systemd/system/accel-autoscaler-monitor.service").read_text()
     (start,) = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
     assert "monitor" in start and "--report-port 8077" in start
+    assert "--report-address 10.0.0.9" in start  # served on the head's own address
     assert "--ray-address 10.0.0.9:6380" in start  # the port the head's `ray start` opens
     assert (tmp_path / "etc/accel-autoscaler/report-secret").read_text() == "s3cret"
     assert "systemctl enable --now accel-autoscaler-monitor.service" in boot.calls
     (agent,) = [c for c in boot.calls if c.startswith("autoscale node agent")]
-    assert "--report-url http://127.0.0.1:8077" in agent
+    assert "--report-url http://10.0.0.9:8077" in agent  # not loopback: the head's address
     written = Path(tmp_path / "etc/accel-autoscaler/cluster.yaml").read_text()
     assert written == cfg.head_yaml()  # carried compressed in the boot data
 

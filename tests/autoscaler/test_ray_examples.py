@@ -68,12 +68,14 @@ def _user_data(cluster: str, node_id: str) -> str:
 
 
 @contextmanager
-def brought_up(tmp_path: Path, name: str, cluster: str) -> Iterator[tuple[str, Any, dict]]:
-    """`up` of example ``name`` in the local cloud: (its YAML, up's result, `status --json`);
-    `down` after, which must end."""
+def brought_up(
+    tmp_path: Path, name: str, cluster: str, *flags: str
+) -> Iterator[tuple[str, Any, dict]]:
+    """`up` of example ``name`` in the local cloud (with ``flags``): (its YAML, up's result,
+    `status --json`); `down` after, which must end."""
     path = _copy(tmp_path, name, cluster)
     try:
-        up = autoscale("up", path, "--yes")
+        up = autoscale("up", path, "--yes", *flags)
         assert up.exit_code == 0, up.output
         yield path, up, json.loads(autoscale("status", path, "--json").stdout)
     finally:
@@ -146,3 +148,43 @@ def test_gcp_tpu_example_comes_up_with_rays_default_start_commands(tmp_path):
         assert config.spec.worker_start_ray_commands[-1].startswith(
             "ray start --address=$RAY_HEAD_IP:6379"
         )
+
+
+@pytest.mark.timeout(240)
+def test_aws_example_gpu_docker_comes_up_on_its_retired_k80_head(tmp_path):
+    # p2.xlarge (K80) is named explicitly; the local EC2 offers every catalogued type.
+    with brought_up(tmp_path, "aws-example-gpu-docker.yaml", "ray-aws-gpu", "--wait") as (
+        path,
+        _,
+        status,
+    ):
+        nodes = {n["node_type"]: n for n in status["nodes"]}
+        head = nodes["ray.head.gpu"]
+        assert head["offering"].startswith("p2.xlarge/")
+        assert head["state"] == "running" and head["accelerators"] == {"GPU": 1}
+        assert nodes["ray.worker.default"]["offering"].startswith("m5.large/")
+        assert status["ray"]["address"] == f"{head['internal_ips'][0]}:6379"
+        logs = autoscale("logs", path, head["id"], "--tail", "400")
+        assert logs.exit_code == 0, logs.output
+        assert "head_setup_commands[0]: exit 0" in logs.stdout
+        assert "Ray runtime started." in logs.stdout
+
+
+@pytest.mark.timeout(240)
+def test_gcp_tpu_pod_example_comes_up_with_its_head_vm_in_a_tpu_zone(tmp_path):
+    # us-central2-b: the catalog knows it from TPU v4 alone; its head VM still launches there.
+    with brought_up(tmp_path, "gcp-example-tpu-pod.yaml", "ray-gcp-pod", "--wait") as (
+        path,
+        _,
+        status,
+    ):
+        nodes = {n["node_type"]: n for n in status["nodes"]}
+        head = nodes["ray_head_default"]
+        assert head["offering"] == "n1-standard-4/us-central2-b/on-demand"
+        assert head["state"] == "running"
+        pod = nodes["ray_tpu"]
+        assert pod["offering"].startswith("v4-16/us-central2-b/")
+        assert len(pod["internal_ips"]) == 2  # one per host of the slice
+        logs = autoscale("logs", path, head["id"])
+        assert logs.exit_code == 0, logs.output
+        assert "head_setup_commands[0]: pip install google-api-python-client" in logs.stdout

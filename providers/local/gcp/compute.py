@@ -116,9 +116,9 @@ class ComputeCloud(FakeControls):
         consoles: Path | None = None,
     ) -> None:
         if machine_types is None or accelerator_types is None:
-            from instance_catalog.gcp import compute_zone_tables
+            from providers.local.gcp.zones import served_zone_tables
 
-            machine_types, accelerator_types = compute_zone_tables()
+            machine_types, accelerator_types = served_zone_tables()
         self.machine_types = {z: dict(t) for z, t in machine_types.items()}
         """Zone -> machine type name -> ``{guestCpus, memoryMb, accelerators?}``."""
         self.accelerator_types = {z: dict(t) for z, t in accelerator_types.items()}
