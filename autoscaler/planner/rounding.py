@@ -43,6 +43,10 @@ FEWEST_UNITS_MAX = 60
 new units; bigger plans are within a few percent of their node bound already and the MIP
 would cost more time than the target allows."""
 FEWEST_MIP_NODES = 100
+FEWEST_REDUCED_COST = 0.1
+"""The fewest-nodes MIP runs over the patterns whose reduced cost in its LP is at most this
+fraction of one unit's weight (the LP's support and the starting plans' patterns always):
+a few dozen columns near the incumbent instead of every pattern seen, so its root is cheap."""
 """Branch-and-bound nodes for the fewest-nodes MIP (deterministic; it starts from a plan)."""
 TIE_BREAK = 1e-3
 """Per-unit surcharge, as a fraction of the cheapest price, so equal-cost patterns favour
@@ -265,8 +269,10 @@ def _fewest_units(
         master.add(pattern)
     master.cap_cost(budget)
     column_generation(master, kinds, placed, MAX_ROUNDS)
-    units = master.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
-    chosen = {p: u for p, u in zip(master.patterns, units, strict=True) if u > 0}
+    near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
+    near.cap_cost(budget)
+    units = near.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
+    chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
 
     def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
         within = sum(kinds[p.kind].cost * u for p, u in plan.items()) <= budget
