@@ -9,8 +9,9 @@ seeded with small single-item units, and a MIP over that LP's support. Small pla
 (:data:`EXACT_UNITS`): every kind is also priced exactly, which gives Lagrangian cost bounds,
 and a dive makes a second integer plan; the better one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
-pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP takes one
-with the fewest new units (:data:`FEWEST_UNITS_MAX`). Every work limit is a count; nothing
+pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP over the
+patterns near that problem's LP solution (:data:`FEWEST_REDUCED_COST`) takes one with the
+fewest new units (:data:`FEWEST_UNITS_MAX`). Every work limit is a count; nothing
 depends on wall-clock time.
 """
 
@@ -249,8 +250,9 @@ def _fewest_units(
     notes: list[str],
 ) -> Mapping[Pattern, int]:
     """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
-    :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP with a deterministic
-    node limit, started from ``taken``); ``taken`` where none has fewer."""
+    :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP over the patterns near
+    the LP's, with a deterministic node limit, started from the local moves' plan); ``taken``
+    where none has fewer."""
     new_units = sum(u for p, u in taken.items() if kinds[p.kind].new)
     if not 1 < new_units <= FEWEST_UNITS_MAX:
         return taken
@@ -261,8 +263,17 @@ def _fewest_units(
     weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
     penalty = weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
     by_index = {item.index: item for item in items}
+
+    def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
+        within = sum(kinds[p.kind].cost * u for p, u in plan.items()) <= budget
+        covers = all(covered_copies(plan).get(i, 0) >= n for i, n in placed.items())
+        if not (within and covers):
+            return (float("inf"), 0.0)
+        new = sum(u for p, u in plan.items() if kinds[p.kind].new)
+        return (new, sum(kinds[p.kind].cost * u for p, u in plan.items()))
+
     # Local moves first (cheap; they trade cost for fewer units within the budget), then a
-    # MIP over every pattern seen started from their result.
+    # MIP over the patterns near the LP's (every pattern seen, priced), started from theirs.
     moved = dict(improve(list(taken.items()), kinds, by_index, placed, global_room, weight, budget))
     master = Master(items, placed, kinds, limits, global_room, penalty, weight)
     for pattern in [*pool, *moved]:
@@ -273,14 +284,6 @@ def _fewest_units(
     near.cap_cost(budget)
     units = near.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
     chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
-
-    def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
-        within = sum(kinds[p.kind].cost * u for p, u in plan.items()) <= budget
-        covers = all(covered_copies(plan).get(i, 0) >= n for i, n in placed.items())
-        if not (within and covers):
-            return (float("inf"), 0.0)
-        new = sum(u for p, u in plan.items() if kinds[p.kind].new)
-        return (new, sum(kinds[p.kind].cost * u for p, u in plan.items()))
 
     return min((taken, moved, chosen), key=rank)
 
