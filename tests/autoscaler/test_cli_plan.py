@@ -116,4 +116,3 @@ def test_explain_notes_an_alias_planned_as_its_canonical_name():
     assert result.exit_code == 0, result.output
     assert "accelerator_type:A100-80G: 0.001" in result.output
     assert "accelerator_type:a100-80gb is an alias of accelerator_type:A100-80G" in result.output
-
