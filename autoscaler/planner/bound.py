@@ -61,9 +61,11 @@ def lower_bounds(
     global_room: int | None,
     cost_cap: float | None = None,
     plan_units: int | None = None,
+    known_cost: float = 0.0,
 ) -> Bounds:
     """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
-    most ``cost_cap`` (None: any plan)."""
+    most ``cost_cap`` (None: any plan). ``known_cost``: a cost bound proved otherwise (where
+    it already shows the plan close enough, the whole-unit cost MIP is skipped)."""
     import highspy
 
     items = [item for item in items if demand.get(item.index, 0) > 0]
@@ -187,7 +189,8 @@ def lower_bounds(
             return dual
         return None
 
-    if small and cost_cap is not None and cost_cap > (1 + MIP_BOUND_ABOVE) * cost_bound:
+    proved = max(cost_bound, known_cost)
+    if small and cost_cap is not None and cost_cap > (1 + MIP_BOUND_ABOVE) * proved:
         dual = whole_units(None)
         if dual is not None:
             cost_bound = max(cost_bound, dual)

@@ -179,6 +179,18 @@ class Master:
         support.solve_lp()
         return support
 
+    def near_support(self, reduced_cost: float, extra: Sequence[Pattern] = ()) -> Master:
+        """The same program over the patterns whose LP reduced cost is at most
+        ``reduced_cost`` (the LP's support included) and ``extra``, without its cost cap."""
+        near = Master(*self.args, self.surcharge)
+        duals = self.h.getSolution().col_dual
+        for pattern, col in zip(self.patterns, self.cols, strict=True):
+            if duals[col] <= reduced_cost:
+                near.add(pattern)
+        for pattern in extra:
+            near.add(pattern)
+        return near
+
     def bound_rows(
         self,
         demand: Mapping[int, int],

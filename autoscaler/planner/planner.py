@@ -124,6 +124,12 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
     cost = sum(prices[launch.node_type] * launch.count for launch in launches)
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
+    known_cost = 0.0
+    if all(missing <= 0 for missing in unplaced.values()) and realised.dual_bounds:
+        # Exact pricing ran: its Lagrangian relaxations bound plans placing the whole demand.
+        kinds_used, duals = realised.dual_bounds
+        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
+        known_cost = max([known_cost] + [c for c in costs if c is not None])
     bounds = lower_bounds(
         items,
         placed,
@@ -131,14 +137,10 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
         global_room,
         demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
         sum(launch.count for launch in launches if launch.reason == "demand"),
+        known_cost,
     )
     notes.extend(bounds.notes)
-    cost_bound, unit_bound = bounds.cost, bounds.units
-    if all(missing <= 0 for missing in unplaced.values()) and realised.dual_bounds:
-        # Exact pricing ran: its Lagrangian relaxations bound plans placing the whole demand.
-        kinds_used, duals = realised.dual_bounds
-        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
-        cost_bound = max([cost_bound] + [c for c in costs if c is not None])
+    cost_bound, unit_bound = max(bounds.cost, known_cost), bounds.units
     lower = min(cost, min_cost + cost_bound)
     node_count = sum(launch.count for launch in launches)
     node_bound = min(node_count, sum(min_launches.values()) + unit_bound)

@@ -9,8 +9,9 @@ seeded with small single-item units, and a MIP over that LP's support. Small pla
 (:data:`EXACT_UNITS`): every kind is also priced exactly, which gives Lagrangian cost bounds,
 and a dive makes a second integer plan; the better one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
-pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP takes one
-with the fewest new units (:data:`FEWEST_UNITS_MAX`). Every work limit is a count; nothing
+pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP over the
+patterns near that problem's LP solution (:data:`FEWEST_REDUCED_COST`) takes one with the
+fewest new units (:data:`FEWEST_UNITS_MAX`). Every work limit is a count; nothing
 depends on wall-clock time.
 """
 
@@ -43,6 +44,10 @@ FEWEST_UNITS_MAX = 60
 new units; bigger plans are within a few percent of their node bound already and the MIP
 would cost more time than the target allows."""
 FEWEST_MIP_NODES = 100
+FEWEST_REDUCED_COST = 0.1
+"""The fewest-nodes MIP runs over the patterns whose reduced cost in its LP is at most this
+fraction of one unit's weight (the LP's support and the starting plans' patterns always):
+a few dozen columns near the incumbent instead of every pattern seen, so its root is cheap."""
 """Branch-and-bound nodes for the fewest-nodes MIP (deterministic; it starts from a plan)."""
 TIE_BREAK = 1e-3
 """Per-unit surcharge, as a fraction of the cheapest price, so equal-cost patterns favour
@@ -245,8 +250,9 @@ def _fewest_units(
     notes: list[str],
 ) -> Mapping[Pattern, int]:
     """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
-    :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP with a deterministic
-    node limit, started from ``taken``); ``taken`` where none has fewer."""
+    :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP over the patterns near
+    the LP's, with a deterministic node limit, started from the local moves' plan); ``taken``
+    where none has fewer."""
     new_units = sum(u for p, u in taken.items() if kinds[p.kind].new)
     if not 1 < new_units <= FEWEST_UNITS_MAX:
         return taken
@@ -257,16 +263,6 @@ def _fewest_units(
     weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
     penalty = weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
     by_index = {item.index: item for item in items}
-    # Local moves first (cheap; they trade cost for fewer units within the budget), then a
-    # MIP over every pattern seen started from their result.
-    moved = dict(improve(list(taken.items()), kinds, by_index, placed, global_room, weight, budget))
-    master = Master(items, placed, kinds, limits, global_room, penalty, weight)
-    for pattern in [*pool, *moved]:
-        master.add(pattern)
-    master.cap_cost(budget)
-    column_generation(master, kinds, placed, MAX_ROUNDS)
-    units = master.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
-    chosen = {p: u for p, u in zip(master.patterns, units, strict=True) if u > 0}
 
     def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
         within = sum(kinds[p.kind].cost * u for p, u in plan.items()) <= budget
@@ -275,6 +271,19 @@ def _fewest_units(
             return (float("inf"), 0.0)
         new = sum(u for p, u in plan.items() if kinds[p.kind].new)
         return (new, sum(kinds[p.kind].cost * u for p, u in plan.items()))
+
+    # Local moves first (cheap; they trade cost for fewer units within the budget), then a
+    # MIP over the patterns near the LP's (every pattern seen, priced), started from theirs.
+    moved = dict(improve(list(taken.items()), kinds, by_index, placed, global_room, weight, budget))
+    master = Master(items, placed, kinds, limits, global_room, penalty, weight)
+    for pattern in [*pool, *moved]:
+        master.add(pattern)
+    master.cap_cost(budget)
+    column_generation(master, kinds, placed, MAX_ROUNDS)
+    near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
+    near.cap_cost(budget)
+    units = near.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
+    chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
 
     return min((taken, moved, chosen), key=rank)
 
