@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import random
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -50,6 +51,9 @@ from providers.gcp.tpu.launch import (
 )
 
 logger = logging.getLogger(__name__)
+
+LABEL_WRITE_TRIES = 5
+"""Label writes per call before giving up on one lost to concurrent writers."""
 
 node_id_for = resource_name
 
@@ -299,10 +303,25 @@ class GcpTpuNodeProvider(NodeProvider):
                 raise
 
     def set_tags(self, node_ids: Iterable[str], tags: Mapping[str, str]) -> None:
+        """Merge ``tags`` into each node's labels. The TPU API replaces labels whole (no
+        fingerprint), so the hosts of one slice writing at once can undo each other's write:
+        each write is read back and redone, a few times, until its labels are there."""
         updates = check_labels(self.ownership_tags(tags))
+        pending = list(dict.fromkeys(node_ids))
+        for attempt in range(LABEL_WRITE_TRIES):
+            if attempt:
+                time.sleep(random.uniform(0.05, 0.25) * attempt)  # apart from the other host
+            pending = self._write_labels(pending, updates)
+            if not pending:
+                return
+        logger.warning("labels of TPU nodes %s were overwritten by concurrent writes", pending)
+
+    def _write_labels(self, node_ids: Sequence[str], updates: Mapping[str, str]) -> list[str]:
+        """Write ``updates`` into each node's labels; the ids whose labels, read back, lack
+        them (another writer's update landed over ours)."""
         operations: list[tuple[str, Operation]] = []
         errors: list[ProviderError] = []
-        for node_id in dict.fromkeys(node_ids):
+        for node_id in node_ids:
             try:
                 located = self._locate(node_id)
                 if located is None or located[1].state not in LIVE_CLOUD_STATES:
@@ -319,6 +338,12 @@ class GcpTpuNodeProvider(NodeProvider):
         self._wait_all(operations, "tpu.nodes.update", errors)
         if errors:
             raise errors[0]
+        lost = []
+        for node_id, _ in operations:
+            node = self.node(node_id)
+            if node is not None and any(node.tags.get(k, "") != v for k, v in updates.items()):
+                lost.append(node_id)
+        return lost
 
     # Before launching ----------------------------------------------------------------
     def preflight(self, node_configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
