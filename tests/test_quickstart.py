@@ -5,8 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
+
+from providers.local.processes import processes_with
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,11 +37,7 @@ def test_quickstart_runs_the_whole_loop_and_leaves_nothing_running(tmp_path):
     assert "A100-40G" in out and "Trainium" in out and "L4" in out
     assert "CUDA_VISIBLE_DEVICES=0,1" in out
     assert "local cloud and simulator stopped" in out
-    leftovers = [
-        p.info["pid"]
-        for p in psutil.process_iter(["pid", "environ"])
-        if (p.info.get("environ") or {}).get("AUTOSCALE_STATE_DIR") == str(tmp_path)
-    ]
+    leftovers = processes_with("AUTOSCALE_STATE_DIR", str(tmp_path).__eq__)
     assert leftovers == []
 
 
@@ -64,9 +61,5 @@ def test_ray_quickstart_scales_for_a_real_ray_job_and_leaves_nothing_running(tmp
     assert out.count("NeuronCore task") == 2 and "NEURON_RT_VISIBLE_CORES=" in out
     assert out.count("(drained by Ray)") == 2
     assert "Ray head stopped" in out
-    leftovers = [
-        p.info["pid"]
-        for p in psutil.process_iter(["pid", "environ"])
-        if (p.info.get("environ") or {}).get("AUTOSCALE_STATE_DIR") == str(tmp_path)
-    ]
+    leftovers = processes_with("AUTOSCALE_STATE_DIR", str(tmp_path).__eq__)
     assert leftovers == []

@@ -45,6 +45,7 @@ from providers.base import CLOUD_RUNNING, TAG_NODE_TYPE, NodeProvider, ProviderN
 from providers.local.boot_data import boot_data
 from providers.local.consoles import console_file
 from providers.local.hosts import SimulatedHost, build
+from providers.local.processes import processes_with
 from providers.local.sandbox import host_environment, make_root, rewrite_paths, write_standins
 from providers.local.servers import CONSOLES
 from providers.local_state import cluster_state_dir
@@ -54,6 +55,7 @@ logger = logging.getLogger(__name__)
 BOOT_DELAY_S = 2.0
 INTERVAL_S = 0.5
 STOP_TIMEOUT_S = 8.0
+STOP_ROUNDS = 5
 MIB = 2**20
 HOST_MARK = "AUTOSCALE_SIM_HOST"
 NODE_STATE_DIR_ENV_VAR = "AUTOSCALE_NODE_STATE_DIR"
@@ -139,7 +141,9 @@ class NodeSimulator:
                         out.write(f"{CONSOLE_PREFIX} boot script exit {script.returncode}\n")
 
     def stop_all(self) -> None:
-        end_host_processes(*(self._marks(n) for n in self._booted))
+        """End the processes of every host of the cluster, booted by this simulator or an
+        earlier one."""
+        end_host_processes(f"{cluster_state_dir(self.cluster) / CONSOLES}/")
 
     def _marks(self, node_id: str) -> str:
         """What every process of the node's hosts carries (unique to this state folder)."""
@@ -194,7 +198,7 @@ class NodeSimulator:
         with (base / "console.log").open("ab") as console:
             console.write(f"{CONSOLE_PREFIX} boot script: {len(script_text)} bytes\n".encode())
             console.flush()
-            return subprocess.Popen(
+            booted = subprocess.Popen(
                 ["bash", str(script)],
                 cwd=root / "root",
                 env=env,
@@ -203,6 +207,17 @@ class NodeSimulator:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
+        _record_session(base, booted.pid)
+        return booted
+
+
+def _record_session(base: Path, pid: int) -> None:
+    """The boot script leads a session of its own: note it (with the leader's start time, to
+    tell a reused id) so what the host started is found at its end."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        (base / "session").write_text(f"{pid} {psutil.Process(pid).create_time()}")
 
 
 def _share_cluster_state(root: Path, cluster: str) -> None:
@@ -223,24 +238,55 @@ def _loopback(node: ProviderNode, host: int) -> str:
 
 
 def end_host_processes(*marks: str) -> None:
-    """End every process whose ``AUTOSCALE_SIM_HOST`` starts with one of ``marks``."""
+    """End every process whose ``AUTOSCALE_SIM_HOST`` starts with one of ``marks``; again
+    while new ones appear (a process being started as the first ones end, such as the agents
+    a starting raylet spawns), up to :data:`STOP_ROUNDS` times."""
     import psutil
 
+    for _ in range(STOP_ROUNDS):
+        found = processes_with(HOST_MARK, lambda mark: mark.startswith(marks))
+        found += [p for p in _in_boot_sessions(marks) if p not in found]
+        if not found:
+            return
+        logger.info("ending %d process(es) of %s", len(found), ", ".join(marks))
+        for process in found:
+            with contextlib.suppress(psutil.Error):
+                process.terminate()
+        _, alive = psutil.wait_procs(found, timeout=STOP_TIMEOUT_S)
+        for process in alive:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+    logger.warning("processes of %s still appearing after %d rounds", marks, STOP_ROUNDS)
+
+
+def _in_boot_sessions(marks: tuple[str, ...]) -> list[Any]:
+    """The processes still in the sessions the boot scripts under ``marks`` began. A process
+    that retitles itself can lose its ``AUTOSCALE_SIM_HOST`` from what the OS shows of its
+    environment (setproctitle reuses that memory), but not its session. A session counts
+    while its leader is gone (the OS does not reuse an id a session still holds) or is the
+    recorded boot script itself."""
+    import psutil
+
+    sessions = set()
+    for mark in marks:
+        for record in [*Path(mark).glob("host-*/session"), *Path(mark).glob("*/host-*/session")]:
+            with contextlib.suppress(OSError, ValueError):
+                pid, started = record.read_text().split()
+                if _still_ours(psutil, int(pid), float(started)):
+                    sessions.add(int(pid))
     found = []
-    for process in psutil.process_iter(["pid", "environ"]):
-        try:
-            mark = (process.info.get("environ") or {}).get(HOST_MARK, "")
-        except psutil.Error:
-            continue
-        if mark and any(mark.startswith(m) for m in marks) and process.pid != os.getpid():
-            found.append(process)
-    for process in found:
-        with contextlib.suppress(psutil.Error):
-            process.terminate()
-    _, alive = psutil.wait_procs(found, timeout=STOP_TIMEOUT_S)
-    for process in alive:
-        with contextlib.suppress(psutil.Error):
-            process.kill()
+    for process in psutil.process_iter(["pid"]):
+        with contextlib.suppress(OSError):
+            if process.pid != os.getpid() and os.getsid(process.pid) in sessions:
+                found.append(process)
+    return found
+
+
+def _still_ours(psutil: Any, pid: int, started: float) -> bool:
+    try:
+        return psutil.Process(pid).create_time() == started
+    except psutil.NoSuchProcess:
+        return True
 
 
 def _write_env(path: Path, env: Mapping[str, str]) -> None:
@@ -278,17 +324,28 @@ def main() -> None:
     config = load_cluster_config(args.config)
     provider = get_provider(config.provider_settings(), config.spec.cluster_name)
     simulator = NodeSimulator(config, provider, args.boot_delay)
-    stopping: list[Any] = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    signal.signal(signal.SIGTERM, _stop)
     try:
-        while not stopping:
+        while True:
             try:
                 simulator.step()
             except Exception:  # the cloud may be going away during `down`
                 logger.warning("simulator round failed", exc_info=True)
             time.sleep(args.interval)
+    except _Stopping:
+        pass
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the hosts' processes end
         simulator.stop_all()
+
+
+class _Stopping(BaseException):
+    """SIGTERM arrived: stop at once, even mid-sleep or mid-round (not an ``Exception``,
+    so a failing round's handler does not swallow it)."""
+
+
+def _stop(*_: Any) -> None:
+    raise _Stopping
 
 
 if __name__ == "__main__":

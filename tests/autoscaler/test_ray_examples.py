@@ -11,12 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 import yaml
 from click.testing import CliRunner
 
 from autoscaler.cli import cli
 from autoscaler.config import load_cluster_config, parse_cluster_config
+from providers.local.processes import processes_with
 
 RAY = Path(__file__).resolve().parent / "fixtures" / "ray"
 EXAMPLES = sorted(p.name for p in RAY.glob("*.yaml"))
@@ -81,6 +83,19 @@ def brought_up(
     finally:
         down = autoscale("down", path, "--yes")
     assert down.exit_code == 0, down.output
+    assert _left_running(tmp_path) == []
+
+
+def _left_running(tmp_path: Path) -> list[psutil.Process]:
+    """What the simulated hosts started and is still running: marked with a host, or working
+    in a host's folder (Ray's retitled agents can lose the mark from their visible
+    environment, not their working folder)."""
+    marked = processes_with("AUTOSCALE_SIM_HOST", lambda mark: mark.startswith(str(tmp_path)))
+    working = []
+    for process in psutil.process_iter(["pid", "cwd"]):
+        if (process.info.get("cwd") or "").startswith(str(tmp_path)) and process not in marked:
+            working.append(process)
+    return marked + working
 
 
 @pytest.mark.timeout(240)

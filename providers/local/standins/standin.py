@@ -235,11 +235,12 @@ def _stop_own_ray() -> int:
     """End this host's Ray: the processes that carry its mark and run in its Ray folder."""
     import psutil
 
+    from providers.local.processes import processes_with
+
     marker, folder = env("HOST"), env("RAY_TEMP")
-    for process in psutil.process_iter(["pid", "cmdline", "environ"]):
+    for process in processes_with("AUTOSCALE_SIM_HOST", marker.__eq__):
         try:
-            own = (process.info.get("environ") or {}).get("AUTOSCALE_SIM_HOST") == marker
-            if own and folder in " ".join(process.info.get("cmdline") or []):
+            if folder in " ".join(process.cmdline()):
                 process.terminate()
         except psutil.Error:
             continue

@@ -10,9 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 import yaml
+
+from providers.local.processes import processes_with
 
 pytest.importorskip("ray")
 
@@ -139,9 +140,5 @@ def test_ray_work_drives_launch_join_run_drain_and_retire(tmp_path, monkeypatch)
             teardown(cluster)
             cluster.close()
         head.stop()
-    leftovers = [
-        p.info["pid"]
-        for p in psutil.process_iter(["pid", "environ"])
-        if (p.info.get("environ") or {}).get("AUTOSCALE_STATE_DIR") == str(tmp_path / "state")
-    ]
+    leftovers = processes_with("AUTOSCALE_STATE_DIR", str(tmp_path / "state").__eq__)
     assert leftovers == []

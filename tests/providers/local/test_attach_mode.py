@@ -13,9 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 import yaml
+
+from providers.local.processes import processes_with
 
 pytest.importorskip("ray")
 
@@ -108,9 +109,5 @@ def test_monitor_ray_address_alone_scales_a_local_cloud_cluster(tmp_path):
             monitor.wait(timeout=30)
         _autoscale("down", str(config), "--yes", env=env)
         head.stop()
-    leftovers = [
-        p.info["pid"]
-        for p in psutil.process_iter(["pid", "environ"])
-        if (p.info.get("environ") or {}).get("AUTOSCALE_STATE_DIR") == env["AUTOSCALE_STATE_DIR"]
-    ]
+    leftovers = processes_with("AUTOSCALE_STATE_DIR", env["AUTOSCALE_STATE_DIR"].__eq__)
     assert leftovers == []
