@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.bound import lower_bounds
+from autoscaler.planner.budget import WORK_LIMIT, Budget
 from autoscaler.planner.capacity import Bin, share_vector
 from autoscaler.planner.items import (
     DEVICE_RESOURCES,
@@ -60,9 +61,10 @@ UPSCALING_FLOOR = 5
 UNKNOWN_PRICE_FACTOR = 2.0
 
 
-def plan(request: PlanRequest, witness: bool = False) -> Plan:
+def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIMIT) -> Plan:
     """The least-cost launches that place the request's demand; ``witness``: with the proof
-    of what every node holds (:mod:`~autoscaler.planner.witness`)."""
+    of what every node holds (:mod:`~autoscaler.planner.witness`); ``work_limit``: the work
+    budget (:mod:`~autoscaler.planner.budget`)."""
     types = {t.name: t for t in sorted(request.node_types, key=lambda t: t.name)}
     policy = request.limits.accelerator_conservation
     if policy not in CONSERVATION_POLICIES:
@@ -103,8 +105,11 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
     kinds = _kinds(types, items, request.existing, min_launches, unit_room, prices)
     demand = {item.index: item.count for item in items}
 
-    realised = _Realisation(items, kinds, global_room, notes)
+    budget = Budget(work_limit)
+    realised = _Realisation(items, kinds, global_room, notes, budget)
     realised.run(demand)
+    if budget.exhausted:
+        notes.append(budget.note())
     placed = realised.placed()
     unplaced = {index: n - placed.get(index, 0) for index, n in demand.items()}
     by_index = {item.index: item for item in items}
@@ -291,9 +296,15 @@ class _Realisation:
     """Units chosen by the patterns, trimmed to the demand, gangs whole, residue packed."""
 
     def __init__(
-        self, items: Sequence[Item], kinds: Sequence[Kind], global_room: int | None, notes: list
+        self,
+        items: Sequence[Item],
+        kinds: Sequence[Kind],
+        global_room: int | None,
+        notes: list,
+        budget: Budget,
     ) -> None:
         self.items = {item.index: item for item in items}
+        self.budget = budget
         self.kinds = kinds
         self.global_room = global_room
         self.notes = notes
@@ -301,7 +312,9 @@ class _Realisation:
         self.dual_bounds: tuple[list[Kind], list] | None = None
 
     def run(self, demand: Mapping[int, int]) -> None:
-        result = generate(list(self.items.values()), demand, self.kinds, self.global_room)
+        result = generate(
+            list(self.items.values()), demand, self.kinds, self.global_room, self.budget
+        )
         self.notes.extend(result.notes)
         if result.dual_bounds:
             self.dual_bounds = (result.kinds, result.dual_bounds)
@@ -453,7 +466,7 @@ class _Realisation:
         room = None
         if self.global_room is not None:
             room = self.global_room - sum(used.values())
-        result = generate(list(self.items.values()), short, kinds, room)
+        result = generate(list(self.items.values()), short, kinds, room, self.budget)
         self.notes.extend(result.notes)
         self._add(result.kinds, result.chosen)
 

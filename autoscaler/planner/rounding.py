@@ -22,7 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from autoscaler.planner.bound import DualBound
+from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import MAX_ROUNDS, column_generation, exact_rounds, seed
+from autoscaler.planner.greedy import greedy
 from autoscaler.planner.improve import improve
 from autoscaler.planner.items import Item
 from autoscaler.planner.master import MIP_REL_GAP, Master
@@ -79,8 +81,11 @@ def generate(
     demand: Mapping[int, int],
     kinds: Sequence[Kind],
     global_room: int | None,
+    budget: Budget | None = None,
 ) -> Result:
-    """Patterns and units per pattern that cover ``demand`` (copies per item index)."""
+    """Patterns and units per pattern that cover ``demand`` (copies per item index); once
+    ``budget`` is spent, what the patterns so far leave out is packed greedily."""
+    budget = Budget() if budget is None else budget
     notes: list[str] = []
     items = [item for item in items if demand.get(item.index, 0) > 0]
     wanted = {item.index for item in items}
@@ -93,6 +98,9 @@ def generate(
     ]
     if not items or not kinds:
         return Result(kinds, [], {i.index: demand[i.index] for i in items}, notes)
+    if budget.exhausted:
+        chosen, unplaced = greedy(items, demand, kinds, global_room)
+        return Result(kinds, chosen, unplaced, notes)
     by_index = {item.index: item for item in items}
     prices = [kind.cost for kind in kinds if kind.new and kind.cost > 0]
     surcharge = TIE_BREAK * min(prices, default=1.0)
@@ -104,9 +112,9 @@ def generate(
     for item in items:  # start: a unit of the cheapest kind per copy, holding it alone
         seed(master, kinds, item, caps, 1)
 
-    rounds = column_generation(master, kinds, caps, MAX_ROUNDS)
+    rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
     lp_cost, lp_units = master.lp_cost_and_units()
-    exact = lp_units <= EXACT_UNITS
+    exact = lp_units <= EXACT_UNITS and not budget.exhausted
     dual_bounds: list[DualBound] = []
     if exact:
         dual_bounds += exact_rounds(master, kinds, caps, by_index, cost_phase=True)
@@ -116,14 +124,14 @@ def generate(
     # NODE_TOLERANCE price.
     if lp_units > 0 and lp_cost > 0:
         master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
-        rounds += column_generation(master, kinds, caps, MAX_ROUNDS)
+        rounds += column_generation(master, kinds, caps, MAX_ROUNDS, budget)
         if exact:
             dual_bounds += exact_rounds(master, kinds, caps, by_index)
         master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
         master.solve_lp()
 
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
-    args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool)
+    args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget)
     plans = [_round(*args)]
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
         plans.append(_dive(*args))
@@ -134,7 +142,9 @@ def generate(
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
-    taken = _fewest_units(taken, list(pool), items, demand, kinds, limits, global_room, notes)
+    taken = _fewest_units(
+        taken, list(pool), items, demand, kinds, limits, global_room, notes, budget
+    )
     if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
     chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
@@ -147,9 +157,10 @@ def generate(
     return Result(kinds, chosen, unplaced, notes, dual_bounds)
 
 
-def _round(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
+def _round(master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget):
     """Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
-    pattern) is planned again with patterns generated for it, then solved as a MIP."""
+    pattern) is planned again with patterns generated for it, then solved as a MIP (unless
+    the budget is spent: the rest is then left to the greedy packing)."""
     by_index = {item.index: item for item in items}
     lp_cost, _ = master.lp_cost_and_units()
     taken: dict[Pattern, int] = {}
@@ -158,7 +169,7 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
             taken[pattern] = math.floor(value + 1e-9)
     covered = covered_copies(taken)
     rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
-    if not rest:
+    if not rest or budget.exhausted:
         return taken
     rest_limits, rest_room = _room_left(taken, kinds, global_room)
     rest_items = [by_index[i] for i in sorted(rest)]
@@ -170,7 +181,7 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
         for item in rest_items
         for pattern in seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
     ]
-    column_generation(residual, kinds, rest, MAX_ROUNDS)
+    column_generation(residual, kinds, rest, MAX_ROUNDS, budget)
     pool.update(dict.fromkeys(residual.patterns))
     support = residual.on_support(seeded)  # the MIP: the LP's support and single-item units
     for pattern, units in zip(
@@ -194,7 +205,7 @@ def _room_left(
     return limits, global_room - sum(u for k, u in used.items() if kinds[k].new)
 
 
-def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
+def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget):
     """Integer plan by diving: fix the units the LP takes whole, and where it takes none the
     pattern it takes most of; plan what is left again (patterns made for it); repeat. Then a
     MIP over every pattern seen, started from the dive's plan, may combine them better."""
@@ -213,7 +224,7 @@ def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, poo
         for item in items:
             if rest[item.index]:
                 seed(dive, kinds, item, rest, 1)
-        column_generation(dive, kinds, rest, MAX_ROUNDS)
+        column_generation(dive, kinds, rest, MAX_ROUNDS, budget)
         values = dive.lp_values()
         step = {
             pattern: math.floor(value + 1e-6)
@@ -248,6 +259,7 @@ def _fewest_units(
     limits: Mapping[int, int | None],
     global_room: int | None,
     notes: list[str],
+    work: Budget,
 ) -> Mapping[Pattern, int]:
     """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
     :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP over the patterns near
@@ -279,7 +291,7 @@ def _fewest_units(
     for pattern in [*pool, *moved]:
         master.add(pattern)
     master.cap_cost(budget)
-    column_generation(master, kinds, placed, MAX_ROUNDS)
+    column_generation(master, kinds, placed, MAX_ROUNDS, work)
     near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
     near.cap_cost(budget)
     units = near.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
