@@ -15,6 +15,9 @@ from typing import Any
 
 from planner_problems import GIB, INFEASIBLE, SCALES, fitting_types
 
+GCP_INFEASIBLE = [*INFEASIBLE[:2], {"TPU": 8, "accelerator_type:TPU-V4": 0.001}]
+"""Bundles no GCP type holds (a v4 host has 4 chips)."""
+
 TPU_SLICES = {  # pod type: hosts (the catalog says the same; used for the demand's shapes)
     "v2-8": 1,
     "v4-8": 1,
@@ -69,7 +72,7 @@ def _tpu_type(slice_type: str) -> dict[str, Any]:
     generation = slice_type.rsplit("-", 1)[0]
     node = {
         "node_config": {"acceleratorType": slice_type, "runtimeVersion": "tpu-ubuntu2204-base"},
-        "max_workers": 1_000,
+        "max_workers": 10_000,
     }
     if generation in TPU_ZONES:
         node["region"], zone = TPU_ZONES[generation]
@@ -171,4 +174,4 @@ def gcp_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, 
             count = max(1, round(rng.uniform(0.5, 1.5) * bundles * 0.01 / len(members)))
             groups.append({"strategy": strategy, "bundles": members, "count": count})
     rng.shuffle(entries)
-    return cluster_doc, {"bundles": [*entries, *INFEASIBLE], "placement_groups": groups}
+    return cluster_doc, {"bundles": [*entries, *GCP_INFEASIBLE], "placement_groups": groups}

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from accel.allocation import SHARE_UNITS
+from autoscaler.planner.aggregate import merged_by_shape
 from autoscaler.planner.bound import lower_bounds
 from autoscaler.planner.budget import WORK_LIMIT, Budget
 from autoscaler.planner.capacity import Bin, share_vector
@@ -136,9 +137,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
         known_cost = max([known_cost] + [c for c in costs if c is not None])
     bounds = lower_bounds(
-        items,
-        placed,
-        kinds,
+        *merged_by_shape(items, placed, kinds),
         global_room,
         demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
         sum(launch.count for launch in launches if launch.reason == "demand"),
