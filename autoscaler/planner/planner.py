@@ -55,7 +55,8 @@ from autoscaler.planner.model import (
     PlanRequest,
 )
 from autoscaler.planner.packing import Kind, Pattern, replay
-from autoscaler.planner.rounding import NODE_TOLERANCE, generate
+from autoscaler.planner.rounding import NODE_TOLERANCE, Result, generate
+from autoscaler.planner.solver import SolverError
 from autoscaler.planner.witness import build as build_witness
 
 UPSCALING_FLOOR = 5
@@ -126,7 +127,9 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
             gang = [i for i in items if i.spread_group == item.spread_group]
             infeasible.append(_limited(gang, missing, types))
 
-    launches, deferred = _launches(types, realised.groups, min_launches, existing_units, request)
+    launches, deferred = _launches(
+        types, realised.groups, every_item, min_launches, existing_units, request
+    )
     cost = sum(prices[launch.node_type] * launch.count for launch in launches)
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
@@ -311,9 +314,7 @@ class _Realisation:
         self.dual_bounds: tuple[list[Kind], list] | None = None
 
     def run(self, demand: Mapping[int, int]) -> None:
-        result = generate(
-            list(self.items.values()), demand, self.kinds, self.global_room, self.budget
-        )
+        result = self._generate(demand, self.kinds, self.global_room)
         self.notes.extend(result.notes)
         if result.dual_bounds:
             self.dual_bounds = (result.kinds, result.dual_bounds)
@@ -329,6 +330,19 @@ class _Realisation:
                 self.notes.append(
                     "an accelerator unit holds only CPU-only work after trimming (kept)"
                 )
+
+    def _generate(
+        self, demand: Mapping[int, int], kinds: Sequence[Kind], room: int | None
+    ) -> Result:
+        """Patterns for ``demand``; where the solver gives up (its last-resort time guard),
+        the budget counts as spent and everything is packed greedily instead."""
+        items = list(self.items.values())
+        try:
+            return generate(items, demand, kinds, room, self.budget)
+        except SolverError as error:
+            self.notes.append(f"solver stopped ({error}): the plan was packed greedily")
+            self.budget.spend(self.budget.limit)
+            return generate(items, demand, kinds, room, self.budget)
 
     def placed(self) -> dict[int, int]:
         counts: dict[int, int] = defaultdict(int)
@@ -376,23 +390,31 @@ class _Realisation:
     def _trim(self, demand: Mapping[int, int]) -> None:
         targets = self._targets(demand)
         placed = self.placed()
+        holders: dict[int, list[int]] = defaultdict(list)  # item -> groups holding it
+        for position, group in enumerate(self.groups):
+            for index in group.copies():
+                holders[index].append(position)
         for index in sorted(placed):
             excess = placed[index] - targets.get(index, 0)
             if excess > 0:
-                self._trim_item(index, excess)
+                self._trim_item(index, excess, holders)
         self.groups = [g for g in self.groups if g.units > 0 and any(g.hosts)]
 
-    def _trim_item(self, index: int, excess: int) -> None:
+    def _trim_item(self, index: int, excess: int, holders: dict[int, list[int]]) -> None:
         """Take ``excess`` copies off units: first where that empties a launched unit, then
-        launched units, then free capacity."""
+        launched units, then free capacity (``holders``: groups per item, kept up to date)."""
+
+        def split(group: _Group) -> None:
+            for held in group.copies():
+                holders[held].append(len(self.groups))
+            self.groups.append(group)
 
         def order(position: int) -> tuple:
             group = self.groups[position]
             counts = group.copies()
             return (not group.kind.new, len(counts) > 1, -counts.get(index, 0), position)
 
-        holders = [p for p, g in enumerate(self.groups) if g.copies().get(index)]
-        for position in sorted(holders, key=order):
+        for position in sorted(holders[index], key=order):
             if excess <= 0:
                 break
             group = self.groups[position]
@@ -401,11 +423,11 @@ class _Realisation:
             if whole:
                 stripped = [[(i, n) for i, n in host if i != index] for host in group.hosts]
                 group.units -= whole
-                self.groups.append(_Group(group.kind, stripped, whole))
+                split(_Group(group.kind, stripped, whole))
                 excess -= whole * per_unit
             if 0 < excess < per_unit and group.units > 0:
                 group.units -= 1
-                self.groups.append(_Group(group.kind, _without(group.hosts, index, excess), 1))
+                split(_Group(group.kind, _without(group.hosts, index, excess), 1))
                 excess = 0
 
     def _dissolve_anchorless(self, dry_run: bool = False) -> bool:
@@ -465,7 +487,7 @@ class _Realisation:
         room = None
         if self.global_room is not None:
             room = self.global_room - sum(used.values())
-        result = generate(list(self.items.values()), short, kinds, room, self.budget)
+        result = self._generate(short, kinds, room)
         self.notes.extend(result.notes)
         self._add(result.kinds, result.chosen)
 
@@ -521,6 +543,7 @@ def _surrogate_prices(types: Mapping[str, NodeType], notes: list[str]) -> dict[s
 def _launches(
     types: Mapping[str, NodeType],
     groups: Sequence[_Group],
+    items: Mapping[int, Item],
     min_launches: Mapping[str, int],
     existing_units: Mapping[str, int],
     request: PlanRequest,
@@ -538,7 +561,7 @@ def _launches(
         name = group.kind.node_type
         units[name] += group.units
         for index, copies in group.copies().items():
-            for resources in _items_of(group)[index].resources:
+            for resources in items[index].resources:
                 serves[name][tuple(sorted(resources.items()))] += copies * group.units
     for name in sorted(units):
         count = units[name]
@@ -551,10 +574,6 @@ def _launches(
         served = tuple((dict(k), n) for k, n in sorted(serves[name].items()))
         launches.append(Launch(name, count, "demand", served))
     return launches, deferred
-
-
-def _items_of(group: _Group) -> dict[int, Item]:
-    return {item.index: item for item in group.kind.items}
 
 
 def _infeasible(item: Item, node_types: Sequence[NodeType]) -> Infeasible:
