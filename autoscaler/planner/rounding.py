@@ -30,6 +30,10 @@ from autoscaler.planner.items import Item
 from autoscaler.planner.master import MIP_REL_GAP, Master
 from autoscaler.planner.packing import Kind, Pattern, covered_copies
 
+GREEDY_START_ITEMS = 150
+"""Plans of at least this many items start column generation from a greedy plan
+(:mod:`~autoscaler.planner.greedy`): where every round is dear, a good start saves many, and
+if the work budget runs out that plan is still there to keep."""
 RESIDUAL_SEEDS = 3
 """Single-item units offered per item for the remainder (small units round better)."""
 NODE_TOLERANCE = 0.005
@@ -109,7 +113,12 @@ def generate(
     master = Master(items, demand, kinds, limits, global_room, penalty, surcharge)
     caps = {index: demand[index] for index in by_index}
 
-    for item in items:  # start: a unit of the cheapest kind per copy, holding it alone
+    start: dict[Pattern, int] = {}
+    if len(items) >= GREEDY_START_ITEMS:
+        start = _greedy_rest({}, items, demand, kinds, global_room)
+    for pattern in start:
+        master.add(pattern)
+    for item in items:  # and a unit of the cheapest kind per copy, holding it alone
         seed(master, kinds, item, caps, 1)
 
     rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
@@ -133,6 +142,8 @@ def generate(
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
     args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget)
     plans = [_round(*args)]
+    if start and budget.exhausted:  # the plan it started from may still be the better one
+        plans.append(start)
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
         plans.append(_dive(*args))
     plans = [
@@ -169,8 +180,10 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
             taken[pattern] = math.floor(value + 1e-9)
     covered = covered_copies(taken)
     rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
-    if not rest or budget.exhausted:
+    if not rest:
         return taken
+    if budget.exhausted:
+        return _greedy_rest(taken, items, demand, kinds, global_room)
     rest_limits, rest_room = _room_left(taken, kinds, global_room)
     rest_items = [by_index[i] for i in sorted(rest)]
     residual = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
@@ -190,6 +203,25 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
         if units > 0:
             taken[pattern] = taken.get(pattern, 0) + units
     return taken
+
+
+def _greedy_rest(
+    taken: Mapping[Pattern, int],
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    kinds: Sequence[Kind],
+    global_room: int | None,
+) -> dict[Pattern, int]:
+    """``taken`` and, beside it, what it leaves out packed greedily."""
+    covered = covered_copies(taken)
+    rest = {i: n - covered.get(i, 0) for i, n in demand.items() if covered.get(i, 0) < n}
+    limits, room = _room_left(taken, kinds, global_room)
+    left_kinds = [replace(kind, limit=limits[kind.index]) for kind in kinds]
+    chosen, _ = greedy([item for item in items if item.index in rest], rest, left_kinds, room)
+    plan = dict(taken)
+    for pattern, units in chosen:
+        plan[pattern] = plan.get(pattern, 0) + units
+    return plan
 
 
 def _room_left(
