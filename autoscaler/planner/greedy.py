@@ -34,7 +34,20 @@ def greedy(
     ranked = sorted(items, key=lambda item: (-_largest_share(item, capacity), item.index))
     rank = {item.index: position for position, item in enumerate(ranked)}
     room = {kind.index: kind.limit for kind in kinds}
+    rows = {kind.index: {item.index: row for row, item in enumerate(kind.items)} for kind in kinds}
     chosen: list[tuple[Pattern, int]] = []
+
+    def fill(kind: Kind, caps: Mapping[int, int], first: int | None = None) -> Pattern | None:
+        """One unit packed with ``caps`` copies at most, ``first`` then by rank."""
+        where = rows[kind.index]
+        found = [where[i] for i, n in caps.items() if n > 0 and i in where]
+        if not found:
+            return None
+        found.sort(key=lambda row: (kind.items[row].index != first, rank[kind.items[row].index]))
+        limits = np.zeros(len(kind.items), np.int64)
+        for row in found:
+            limits[row] = caps[kind.items[row].index]
+        return pack_rows(kind, np.array(found, np.int64), limits)
 
     def take(kind: Kind, pattern: Pattern, most: int | None) -> int:
         totals = pattern.totals()
@@ -48,64 +61,49 @@ def greedy(
         return units
 
     for kind in kinds:  # free capacity: fill each unit with what fits, largest first
-        if kind.new:
-            continue
-        while room[kind.index] != 0 and any(n > 0 for n in left.values()):
-            pattern = _fill(kind, rank, left, {})
+        while not kind.new and room[kind.index] != 0:
+            pattern = fill(kind, left)
             if pattern is None:
                 break
             take(kind, pattern, room[kind.index])
-    options: dict[int, list[tuple[float, int, Kind, int]]] = {}
+    options: dict[tuple, list[tuple[float, int, Kind, int]]] = {}
     new_room = global_room
+    position = 0
     while new_room is None or new_room > 0:
-        first = next((item for item in ranked if left.get(item.index, 0) > 0), None)
-        if first is None:
+        while position < len(ranked) and left.get(ranked[position].index, 0) <= 0:
+            position += 1
+        if position == len(ranked):
             break
-        if first.index not in options:
-            options[first.index] = _by_price(first, kinds)
-        best = next((o for o in options[first.index] if room[o[1]] != 0), None)
+        first = ranked[position]
+        shape = (first.parts, first.rider)
+        if shape not in options:
+            options[shape] = _by_price(first, kinds, rows)
+        best = next((o for o in options[shape] if room[o[1]] != 0), None)
         if best is None:  # no kind with room holds it: it stays unplaced
             left[first.index] = -left[first.index]
             continue
         kind, alone = best[2], min(best[3], left[first.index])
         units = math.ceil(left[first.index] / alone)
-        share = {i: n // units for i, n in left.items() if n > 0 and i != first.index}
-        pattern = _fill(kind, rank, {**share, first.index: alone}, {first.index: -1})
+        share = {i: left[i] // units for i in rows[kind.index] if left.get(i, 0) > 0}
+        share[first.index] = alone
         most = units if room[kind.index] is None else min(units, room[kind.index])
         if new_room is not None:
             most = min(most, new_room)
-        taken = take(kind, pattern, most)
+        taken = take(kind, fill(kind, share, first.index), most)
         if new_room is not None:
             new_room -= taken
     unplaced = {i: abs(n) for i, n in left.items() if n}
     return chosen, unplaced
 
 
-def _fill(
-    kind: Kind, rank: Mapping[int, int], caps: Mapping[int, int], first: Mapping[int, int]
-) -> Pattern | None:
-    """One unit of ``kind`` packed with ``caps`` copies at most, ``first`` items first, then
-    by rank; None if nothing fits."""
-    positions = [p for p, item in enumerate(kind.items) if caps.get(item.index, 0) > 0]
-    if not positions:
-        return None
-
-    def key(position: int) -> tuple[int, int]:
-        index = kind.items[position].index
-        return first.get(index, 0), rank[index]
-
-    positions.sort(key=key)
-    order = np.array(positions, np.int64)
-    limits = np.array([caps.get(item.index, 0) for item in kind.items], np.int64)
-    return pack_rows(kind, order, limits)
-
-
-def _by_price(item: Item, kinds: Sequence[Kind]) -> list[tuple[float, int, Kind, int]]:
+def _by_price(
+    item: Item, kinds: Sequence[Kind], rows: Mapping[int, Mapping[int, int]]
+) -> list[tuple[float, int, Kind, int]]:
     """New kinds that may launch for ``item``, cheapest per copy first: (price per copy, kind
     index, kind, copies one unit holds)."""
     found = []
     for kind in kinds:
-        if not kind.new or (kind.needs_anchor and item.rider) or item not in kind.items:
+        if not kind.new or (kind.needs_anchor and item.rider) or item.index not in rows[kind.index]:
             continue
         pattern = pack(kind, [item], {item.index: 1 << 30})
         if pattern is not None:
