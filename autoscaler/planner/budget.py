@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-WORK_LIMIT = 2_000_000
+WORK_LIMIT = 300_000
 """Work units one plan may spend on column generation and rounding (see module doc)."""
 
 

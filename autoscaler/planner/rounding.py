@@ -118,7 +118,7 @@ def generate(
         start = _greedy_rest({}, items, demand, kinds, global_room)
     for pattern in start:
         master.add(pattern)
-    for item in items:  # and a unit of the cheapest kind per copy, holding it alone
+    for item in [] if start else items:  # else a unit of the cheapest kind holding it alone
         seed(master, kinds, item, caps, 1)
 
     rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
