@@ -179,6 +179,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         deferred=tuple(deferred),
         notes=tuple(notes),
         node_lower_bound=node_bound,
+        budget_reached=budget.exhausted,
         witness=build_witness(realised.groups, every_item) if witness else None,
     )
 

@@ -52,7 +52,9 @@ def _checked(request: PlanRequest, work_limit: int):
 
 
 def _reached(result) -> bool:
-    return any(note.startswith("work budget reached") for note in result.notes)
+    noted = any(note.startswith("work budget reached") for note in result.notes)
+    assert noted == result.budget_reached
+    return noted
 
 
 @pytest.mark.parametrize(("kind", "work_limit"), [("gangs", 0), ("gcp", 3_000), ("diverse", 0)])
