@@ -2,12 +2,12 @@
 
 The bound's LP (:mod:`~autoscaler.planner.bound`) has a column per item and kind. Items of
 the same shape (the same parts, both riders or neither: hence the same candidate types) from
-different records, or from different slots of one STRICT_SPREAD gang, differ only in what the
-bound already relaxes, so one item holding all their copies gives a bound that is still
-valid: a unit holds at most as many copies of the merged item as fit on it alone or as the
-merged demand has, and a host at most one bundle per copy of a gang (the smallest merged
-slot's demand is at least the gang's copies). Above :data:`MERGE_FROM` items the LP over the
-merged items is solved instead.
+different records, gangs or slots differ only in what the bound relaxes, so one item holding
+all their copies still gives a valid bound: a unit holds at most as many copies of the
+merged item as fit on it alone or as the merged demand has, which every plan satisfies. The
+merged items drop the bound's per-gang rows (a host holds one bundle per gang copy): above
+:data:`MERGE_FROM` items gangs are a small share of the demand and the LP over merged items
+is several times smaller.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def merged_by_shape(
     merged_demand: dict[int, int] = {}
     into: dict[int, int] = {}
     for item in items:
-        key = (item.parts, item.rider, item.spread_group)
+        key = (item.parts, item.rider)
         if key not in first:
             first[key] = Item(
                 item.index,
@@ -41,7 +41,6 @@ def merged_by_shape(
                 item.parts,
                 0,
                 candidates=item.candidates,
-                spread_group=item.spread_group,
                 cpu_only=item.cpu_only,
                 rider=item.rider,
             )

@@ -101,7 +101,7 @@ def lower_bounds(
         for item in kind.items:
             if item.index not in placements:
                 continue
-            copies = sum(fit(host.copy(host.unit), item, demand[item.index]) for host in kind.hosts)
+            copies = sum(fit(host, item, demand[item.index]) for host in kind.hosts)  # reads only
             if copies:
                 eligible.append((item, copies))
         if not eligible:
