@@ -9,38 +9,22 @@ from pathlib import Path
 
 import pytest
 
-from autoscaler.config import parse_cluster_config
-from autoscaler.demand import parse_demand
 from autoscaler.planner import (
     BundleDemand,
     Demand,
     ExistingNode,
     Limits,
-    NodeType,
     PlacementGroupDemand,
     PlanRequest,
     plan,
 )
 from autoscaler.planner.budget import WORK_LIMIT
 from autoscaler.planner.verify import verify
+from tests.autoscaler.planner.test_plan_quality import generated
+from tests.autoscaler.planner.test_witness import CPU8, GIB, T4X4
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from planner_problems import mixed_problem  # noqa: E402
-
-GIB = 2**30
-CPU8 = NodeType("m6i.2xlarge", {"CPU": 8, "memory": 32 * GIB}, 0.384)
-T4X4 = NodeType(
-    "g4dn.12xlarge", {"CPU": 48, "memory": 192 * GIB, "GPU": 4, "accelerator_type:T4": 1}, 3.912
-)
 LIMITED = ("limited by", "STRICT_SPREAD", "every fitting")
-
-
-def _generated(kind: str, scale: int, seed: int) -> PlanRequest:
-    cluster_doc, demand_doc = mixed_problem(scale, kind, seed)
-    config = parse_cluster_config(cluster_doc, "bench")
-    return PlanRequest(config.node_types(), parse_demand(demand_doc), (), config.limits())
 
 
 def _checked(request: PlanRequest, work_limit: int):
@@ -59,7 +43,7 @@ def _reached(result) -> bool:
 
 @pytest.mark.parametrize(("kind", "work_limit"), [("gangs", 0), ("gcp", 3_000), ("diverse", 0)])
 def test_budget_reached_still_places_every_feasible_bundle_with_a_valid_bound(kind, work_limit):
-    request = _generated(kind, 200, 1)
+    request = generated(200, kind, 1)
     result, problems = _checked(request, work_limit)
     assert _reached(result)
     assert problems == []  # every bundle placed once or listed, within every node
@@ -90,7 +74,7 @@ def test_budget_is_counted_work_so_the_plan_is_the_same_in_another_process():
         for _ in range(2)
     ]
     assert runs[0] == runs[1]
-    result = plan(_generated("gangs", 2000, 0), work_limit=20_000)
+    result = plan(generated(2000, "gangs", 0), work_limit=20_000)
     assert _reached(result)
     assert runs[0].strip().endswith(f"{result.cost_per_hour} {result.lower_bound_per_hour}")
 
@@ -114,4 +98,4 @@ def test_greedy_uses_free_capacity_first_and_keeps_limits_and_gangs_whole():
 
 def test_ordinary_problems_stay_within_the_default_budget():
     for kind in ("flexible", "gcp"):
-        assert not _reached(plan(_generated(kind, 2000, 0), work_limit=WORK_LIMIT))
+        assert not _reached(plan(generated(2000, kind, 0), work_limit=WORK_LIMIT))
