@@ -1,4 +1,5 @@
-"""Greedy packing: what is left once the work budget is spent, in time linear in the units.
+"""Greedy packing in one pass: the plan large plans start from, and what is left once the
+work budget is spent (:mod:`~autoscaler.planner.budget`).
 
 Largest items first (by their largest share of the roomiest kind), free capacity first
 (existing hosts, ``min_workers`` units, room left on units already chosen), then new units:
@@ -25,36 +26,41 @@ def greedy(
     global_room: int | None,
 ) -> tuple[list[tuple[Pattern, int]], dict[int, int]]:
     """Patterns with their units covering ``demand`` where room allows, and what is left."""
-    left = {item.index: demand[item.index] for item in items if demand.get(item.index, 0) > 0}
+    items = [item for item in items if demand.get(item.index, 0) > 0]
     capacity: dict[str, int] = {}
     for kind in kinds:
         for host in kind.hosts:
             for name, quantity in host.free.items():
                 capacity[name] = max(capacity.get(name, 0), quantity)
     ranked = sorted(items, key=lambda item: (-_largest_share(item, capacity), item.index))
-    rank = {item.index: position for position, item in enumerate(ranked)}
-    room = {kind.index: kind.limit for kind in kinds}
+    at = {item.index: position for position, item in enumerate(ranked)}
+    # Copies left per item, by rank; one more slot (always 0) for items not asked for here.
+    left = np.array([demand[item.index] for item in ranked] + [0], np.int64)
     rows = {kind.index: {item.index: row for row, item in enumerate(kind.items)} for kind in kinds}
+    ranks = {
+        kind.index: np.array([at.get(item.index, len(ranked)) for item in kind.items], np.int64)
+        for kind in kinds
+    }
+    room = {kind.index: kind.limit for kind in kinds}
     chosen: list[tuple[Pattern, int]] = []
 
-    def fill(kind: Kind, caps: Mapping[int, int], first: int | None = None) -> Pattern | None:
-        """One unit packed with ``caps`` copies at most, ``first`` then by rank."""
-        where = rows[kind.index]
-        found = [where[i] for i, n in caps.items() if n > 0 and i in where]
-        if not found:
+    def fill(kind: Kind, caps: np.ndarray, first: int | None = None) -> Pattern | None:
+        """One unit packed with ``caps`` copies (per row of the kind) at most, the row
+        ``first`` first, then by rank."""
+        found = np.flatnonzero(caps > 0)
+        if found.size == 0:
             return None
-        found.sort(key=lambda row: (kind.items[row].index != first, rank[kind.items[row].index]))
-        limits = np.zeros(len(kind.items), np.int64)
-        for row in found:
-            limits[row] = caps[kind.items[row].index]
-        return pack_rows(kind, np.array(found, np.int64), limits)
+        order = found[np.argsort(ranks[kind.index][found], kind="stable")]
+        if first is not None:
+            order = np.concatenate(([first], order[order != first]))
+        return pack_rows(kind, order, caps)
 
     def take(kind: Kind, pattern: Pattern, most: int | None) -> int:
-        totals = pattern.totals()
-        units = min(left[i] // copies for i, copies in totals.items())
+        totals = [(at[index], copies) for index, copies in pattern.totals().items()]
+        units = min(int(left[position]) // copies for position, copies in totals)
         units = max(1, units if most is None else min(most, units))
-        for index, copies in totals.items():
-            left[index] -= copies * units
+        for position, copies in totals:
+            left[position] -= copies * units
         if room[kind.index] is not None:
             room[kind.index] -= units
         chosen.append((pattern, units))
@@ -62,7 +68,7 @@ def greedy(
 
     for kind in kinds:  # free capacity: fill each unit with what fits, largest first
         while not kind.new and room[kind.index] != 0:
-            pattern = fill(kind, left)
+            pattern = fill(kind, left[ranks[kind.index]])
             if pattern is None:
                 break
             take(kind, pattern, room[kind.index])
@@ -70,7 +76,7 @@ def greedy(
     new_room = global_room
     position = 0
     while new_room is None or new_room > 0:
-        while position < len(ranked) and left.get(ranked[position].index, 0) <= 0:
+        while position < len(ranked) and left[position] <= 0:
             position += 1
         if position == len(ranked):
             break
@@ -80,19 +86,21 @@ def greedy(
             options[shape] = _by_price(first, kinds, rows)
         best = next((o for o in options[shape] if room[o[1]] != 0), None)
         if best is None:  # no kind with room holds it: it stays unplaced
-            left[first.index] = -left[first.index]
+            left[position] = -left[position]
             continue
-        kind, alone = best[2], min(best[3], left[first.index])
-        units = math.ceil(left[first.index] / alone)
-        share = {i: left[i] // units for i in rows[kind.index] if left.get(i, 0) > 0}
-        share[first.index] = alone
+        kind, alone = best[2], min(best[3], int(left[position]))
+        units = math.ceil(int(left[position]) / alone)
+        share = left[ranks[kind.index]]
+        share = np.where(share >= units, share // units, 0)
+        row = rows[kind.index][first.index]
+        share[row] = alone
         most = units if room[kind.index] is None else min(units, room[kind.index])
         if new_room is not None:
             most = min(most, new_room)
-        taken = take(kind, fill(kind, share, first.index), most)
+        taken = take(kind, fill(kind, share, row), most)
         if new_room is not None:
             new_room -= taken
-    unplaced = {i: abs(n) for i, n in left.items() if n}
+    unplaced = {item.index: abs(int(left[p])) for p, item in enumerate(ranked) if left[p]}
     return chosen, unplaced
 
 
