@@ -11,8 +11,11 @@ and a dive makes a second integer plan; the better one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
 pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP over the
 patterns near that problem's LP solution (:data:`FEWEST_REDUCED_COST`) takes one with the
-fewest new units (:data:`FEWEST_UNITS_MAX`). Every work limit is a count; nothing
-depends on wall-clock time.
+fewest new units (:data:`FEWEST_UNITS_MAX`). Large plans (:data:`GREEDY_START_ITEMS`) start
+from a greedy plan instead of single-item units. Column generation stops once the work
+budget (:mod:`~autoscaler.planner.budget`) is spent; the LP's whole units are then kept, the
+rest packed greedily, and the greedy start kept where it is better. Every work limit is a
+count; nothing depends on wall-clock time.
 """
 
 from __future__ import annotations
