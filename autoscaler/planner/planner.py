@@ -21,6 +21,11 @@
    much under the policy in force (``bound``); where exact pricing ran and everything is
    placed, its Lagrangian relaxations may raise the cost bound.
 6. Limits (max_workers, upscaling_speed) hold launches back; the plan says what and why.
+
+Work is counted, never timed (:mod:`~autoscaler.planner.budget`): once a plan has spent its
+work budget, the best plan found so far is kept, the rest is packed greedily
+(:mod:`~autoscaler.planner.greedy`), and the plan says so; large plans' bound is computed over
+items merged by shape (:mod:`~autoscaler.planner.aggregate`).
 """
 
 from __future__ import annotations
