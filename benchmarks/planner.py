@@ -1,5 +1,7 @@
-"""Planner speed and quality on forced, flexible and diverse problems, 200 to 100,000
-bundles, beside Ray's own planner.
+"""Planner speed and quality on forced, flexible, diverse, gangs and gcp problems, 200 to
+100,000 bundles, beside Ray's own planner (``planner_problems.py`` says what each kind holds:
+``gangs`` has hundreds of distinct placement groups of every strategy, ``gcp`` Cloud TPU
+slices of one and several hosts beside GCE GPU and CPU machines).
 
 Run: .venv/bin/python benchmarks/planner.py [--scales 200,2000] [--kinds forced,diverse]
      [--seed 0] [--repeat 3] [--ray-max-bundles 2000] [--ray-timeout 60] [--no-ray]
@@ -9,9 +11,10 @@ in-process runs: what a monitor round pays), the whole ``autoscale plan --json``
 cost per hour, the lower bound (valid for the policy in force, ``spare`` by default), gap,
 whether the plan's witness verifies (``planner.verify``: every bundle placed once, every
 node and device within its resources, strict groups kept), nodes, the lower bound on
-nodes, and feasible bundles left unplaced (must be 0). With Ray installed (the ``[ray]``
-extra), Ray 2.60's autoscaler-v2 planner runs on the same node types and demand
-(``benchmarks/ray_planner.py``, in a subprocess) up to ``--ray-max-bundles`` bundles and
+nodes, feasible bundles left unplaced (must be 0), and whether the planner's work budget
+ran out (``budget``: the plan is then its best so far, the rest packed greedily). With Ray
+installed (the ``[ray]`` extra), Ray 2.60's autoscaler-v2 planner runs on the same node types
+and demand (``benchmarks/ray_planner.py``, in a subprocess) up to ``--ray-max-bundles`` bundles and
 ``--ray-timeout`` seconds, and its cost, nodes, unplaced bundles and seconds are printed
 beside ours. For a like-for-like comparison our planner is given the same input as Ray (no
 head capacity); the process time is for the CLI with the head. Targets on a 2-core machine:
@@ -59,8 +62,8 @@ def main() -> None:
     print(
         f"{'problem':>9} {'bundles':>7} {'types':>5} {'plan s':>6} {'proc s':>6} "
         f"{'$/hour':>10} {'bound':>10} {'gap':>6} {'witness':>7} {'nodes':>6} {'n.bnd':>6} "
-        f"{'unpl':>4} | {'Ray $/h':>10} {'Ray nodes':>9} {'Ray unpl':>8} {'Ray s':>7} "
-        f"{'vs Ray':>7}"
+        f"{'unpl':>4} {'budget':>6} | {'Ray $/h':>10} {'Ray nodes':>9} {'Ray unpl':>8} "
+        f"{'Ray s':>7} {'vs Ray':>7}"
     )
     for kind in args.kinds.split(","):
         for scale in (int(s) for s in args.scales.split(",")):
@@ -127,7 +130,8 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> N
         f"{statistics.median(planner_times):>6.3f} {statistics.median(process_times):>6.3f} "
         f"{result.cost_per_hour:>10.2f} {result.lower_bound_per_hour:>10.2f} "
         f"{result.gap * 100:>5.2f}% {'yes' if not problems else 'NO':>7} "
-        f"{result.node_count:>6} {result.node_lower_bound:>6} {unplaced:>4} | "
+        f"{result.node_count:>6} {result.node_lower_bound:>6} {unplaced:>4} "
+        f"{'out' if result.budget_reached else '':>6} | "
     )
     if theirs is None:
         line += "(Ray not run)"

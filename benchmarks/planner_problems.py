@@ -34,6 +34,8 @@ NEURON_TYPES = [
     "inf2.48xlarge",
 ]
 SCALES = (200, 2_000, 20_000, 100_000)
+INFEASIBLE = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
+"""Bundles no node type of any generated cluster holds (every problem ends with them)."""
 
 
 def node_types(rng: random.Random, scale: int) -> list[str]:
@@ -114,8 +116,7 @@ def demand(rng: random.Random, bundles: int, types: list[str]) -> dict[str, Any]
         {"strategy": "STRICT_SPREAD", "bundles": [{"GPU": 1, "CPU": 4}] * gang_size, "count": gangs}
     ]
     rng.shuffle(entries)
-    infeasible = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
-    return {"bundles": [*entries, *infeasible], "placement_groups": groups}
+    return {"bundles": [*entries, *INFEASIBLE], "placement_groups": groups}
 
 
 def problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -132,7 +133,7 @@ def bundle_count(demand_doc: dict[str, Any]) -> int:
 
 # Flexible and forced problems (issue 12) -----------------------------------------------------
 GIB = 2**30
-PROBLEM_KINDS = ("forced", "flexible", "diverse")
+PROBLEM_KINDS = ("forced", "flexible", "diverse", "gangs", "gcp")
 
 
 def mixed_problem(
@@ -148,26 +149,18 @@ def mixed_problem(
     """
     if kind == "diverse":
         return diverse_problem(bundles, seed)
-    from autoscaler.config import parse_cluster_config
-    from autoscaler.planner.items import build_items, fits_type
-    from autoscaler.planner.model import BundleDemand, Demand, PlacementGroupDemand
+    if kind == "gangs":
+        return gangs_problem(bundles, seed)
+    if kind == "gcp":
+        from planner_problems_gcp import gcp_problem
 
+        return gcp_problem(bundles, seed)
     rng = random.Random(f"{kind}-{seed}-{bundles}")
     types = node_types(rng, bundles)
     if kind == "forced":
         types = sorted({*types, "p4d.24xlarge", "p5.48xlarge"})
     cluster_doc = cluster(types)
-    config = parse_cluster_config(cluster_doc, "bench")
-    workers = [t for t in config.node_types() if t.name != "head"]
-
-    def fits(shapes: list[dict[str, float]], strategy: str | None = None) -> int:
-        demand = (
-            Demand(placement_groups=(PlacementGroupDemand(strategy, tuple(shapes)),))
-            if strategy
-            else Demand(bundles=(BundleDemand(shapes[0]),))
-        )
-        items = build_items(demand)
-        return min(sum(fits_type(item, t) for t in workers) for item in items)
+    fits = fitting_types(cluster_doc)
 
     shapes: list[tuple[str, dict[str, float], float]] = []
     for cpus, memory in ((1, 0), (1, 6), (2, 4), (2, 24), (4, 16), (8, 32), (16, 48)):
@@ -208,8 +201,7 @@ def mixed_problem(
         if fits(members, strategy) >= 2:
             groups.append({"strategy": strategy, "bundles": members, "count": count})
     rng.shuffle(entries)
-    infeasible = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
-    return cluster_doc, {"bundles": [*entries, *infeasible], "placement_groups": groups}
+    return cluster_doc, {"bundles": [*entries, *INFEASIBLE], "placement_groups": groups}
 
 
 def diverse_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -219,27 +211,7 @@ def diverse_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[s
     rng = random.Random(f"diverse-{seed}-{bundles}")
     types = node_types(rng, bundles)
     families = sorted(f for f, family in GPU_TYPES.items() if set(family) & set(types))
-
-    def shape() -> dict[str, float]:
-        roll = rng.random()
-        if roll < 0.45:
-            cpus = rng.choice([0.5, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32])
-            memory = rng.choice([0, 0, 1, 2, 4, 8, 16, 32, 64, 96])
-            return {"CPU": cpus, **({"memory": memory * GIB} if memory else {})}
-        if roll < 0.6:
-            found = {"GPU": rng.choice([0.1, 0.2, 0.25, 0.33, 0.5, 0.75]), "CPU": 1}
-            if rng.random() < 0.5:
-                found[f"accelerator_type:{rng.choice(families)}"] = 0.001
-            return found
-        if roll < 0.85:
-            gpus = rng.choice([1, 1, 1, 2, 4, 8])
-            found = {"GPU": gpus, "CPU": rng.choice([1, 2, 4]) * gpus}
-            if rng.random() < 0.7:
-                found[f"accelerator_type:{rng.choice(families)}"] = 0.001
-            return found
-        return {"neuron_cores": rng.choice([1, 2, 4, 8, 16, 32]), "CPU": rng.choice([1, 2, 4])}
-
-    shapes = [shape() for _ in range(rng.randint(30, 60))]
+    shapes = [random_shape(rng, families) for _ in range(rng.randint(30, 60))]
     weights = [rng.uniform(0.2, 2.0) for _ in shapes]
     total = sum(weights)
     entries = []
@@ -259,5 +231,97 @@ def diverse_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[s
     while grouped < 0.15 * bundles:
         groups.append(rng.choice(templates))
         grouped += len(groups[-1]["bundles"])
-    infeasible = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 4}]
-    return cluster(types), {"bundles": [*entries, *infeasible], "placement_groups": groups}
+    return cluster(types), {"bundles": [*entries, *INFEASIBLE], "placement_groups": groups}
+
+
+def random_shape(rng: random.Random, families: list[str]) -> dict[str, float]:
+    """One bundle: CPU and memory, a fractional or whole (often typed) GPU, or NeuronCores."""
+    roll = rng.random()
+    if roll < 0.45:
+        cpus = rng.choice([0.5, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32])
+        memory = rng.choice([0, 0, 1, 2, 4, 8, 16, 32, 64, 96])
+        return {"CPU": cpus, **({"memory": memory * GIB} if memory else {})}
+    if roll < 0.6:
+        found = {"GPU": rng.choice([0.1, 0.2, 0.25, 0.33, 0.5, 0.75]), "CPU": 1}
+        if rng.random() < 0.5:
+            found[f"accelerator_type:{rng.choice(families)}"] = 0.001
+        return found
+    if roll < 0.85:
+        gpus = rng.choice([1, 1, 1, 2, 4, 8])
+        found = {"GPU": gpus, "CPU": rng.choice([1, 2, 4]) * gpus}
+        if rng.random() < 0.7:
+            found[f"accelerator_type:{rng.choice(families)}"] = 0.001
+        return found
+    return {"neuron_cores": rng.choice([1, 2, 4, 8, 16, 32]), "CPU": rng.choice([1, 2, 4])}
+
+
+def fitting_types(cluster_doc: dict[str, Any]):
+    """``fits(shapes, strategy=None)``: how many worker types of ``cluster_doc`` hold a bundle
+    (or each member of a placement group; a STRICT_PACK group whole on one host)."""
+    from autoscaler.config import parse_cluster_config
+    from autoscaler.planner.items import build_items, fits_type
+    from autoscaler.planner.model import BundleDemand, Demand, PlacementGroupDemand
+
+    config = parse_cluster_config(cluster_doc, "bench")
+    head = cluster_doc["head_node_type"]
+    workers = [t for t in config.node_types() if t.name != head]
+
+    def fits(shapes: list[dict[str, float]], strategy: str | None = None) -> int:
+        demand = (
+            Demand(placement_groups=(PlacementGroupDemand(strategy, tuple(shapes)),))
+            if strategy
+            else Demand(bundles=(BundleDemand(shapes[0]),))
+        )
+        items = build_items(demand)
+        return min(sum(fits_type(item, t) for t in workers) for item in items)
+
+    return fits
+
+
+# Many distinct placement groups ------------------------------------------------------------
+STRATEGY_WEIGHTS = {"STRICT_SPREAD": 0.4, "STRICT_PACK": 0.2, "PACK": 0.2, "SPREAD": 0.2}
+
+
+def gangs_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Hundreds of distinct placement groups at scale (a few at 200 bundles): STRICT_SPREAD,
+    STRICT_PACK, PACK and SPREAD groups of 2-12 mixed bundles (CPU and memory, fractional and
+    typed GPUs, NeuronCores), some as one record with a count, some as one record per group
+    as Ray reports them; plus ordinary tasks of random shapes and a few infeasible bundles,
+    over 20-60 real EC2 types."""
+    rng = random.Random(f"gangs-{seed}-{bundles}")
+    types = node_types(rng, bundles)
+    cluster_doc = cluster(types)
+    fits = fitting_types(cluster_doc)
+    families = sorted(f for f, family in GPU_TYPES.items() if set(family) & set(types))
+    entries = []
+    shapes = [random_shape(rng, families) for _ in range(rng.randint(20, 40))]
+    weights = [rng.uniform(0.2, 2.0) for _ in shapes]
+    for resources, weight in zip(shapes, weights, strict=True):
+        count = round(0.4 * bundles * weight / sum(weights))
+        if count > 0 and fits([resources]):
+            entries.append({"resources": resources, "count": count})
+    distinct = max(3, min(400, bundles // 40))
+    groups: list[dict[str, Any]] = []
+    made = 0
+    while made < distinct:
+        strategy = rng.choices(list(STRATEGY_WEIGHTS), list(STRATEGY_WEIGHTS.values()))[0]
+        size = rng.randint(2, 12 if strategy == "STRICT_SPREAD" else 6)
+        if strategy == "STRICT_PACK":
+            members = [{"CPU": rng.choice([0.5, 1, 2, 4])} for _ in range(size)]
+            if rng.random() < 0.5:
+                members[0] = {"CPU": 1, "GPU": rng.choice([0.25, 0.5, 1, 2])}
+        else:
+            kinds = [random_shape(rng, families) for _ in range(rng.randint(1, 3))]
+            members = [rng.choice(kinds) for _ in range(size)]
+        if not fits(members, strategy):
+            continue
+        made += 1
+        count = max(1, round(rng.expovariate(1.0) * 0.6 * bundles / distinct / size))
+        record = {"strategy": strategy, "bundles": members}
+        if rng.random() < 0.3:  # one record per group, as Ray reports them
+            groups.extend([{**record, "count": 1}] * min(count, 20))
+        else:
+            groups.append({**record, "count": count})
+    rng.shuffle(entries)
+    rng.shuffle(groups)
+    return cluster_doc, {"bundles": [*entries, *INFEASIBLE], "placement_groups": groups}

@@ -142,6 +142,7 @@ def plan_dict(result: Plan, config: ClusterConfig | None = None) -> dict[str, An
         "lower_bound_per_hour": result.lower_bound_per_hour,
         "node_count": result.node_count,
         "node_lower_bound": result.node_lower_bound,
+        "work_budget_reached": result.budget_reached,
     }
     if config is not None:
         data["explain"] = {

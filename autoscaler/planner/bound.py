@@ -5,7 +5,8 @@ capacity): its units' aggregated capacity holds what is placed on it, one unit h
 as many copies of an item as fit on it alone, a device takes at most one share above half a
 device (two of exactly half), a launched unit holds something, and (accelerator
 conservation) a launched accelerator unit holds accelerator work. The LP over those
-constraints, with unit counts relaxed to real numbers, is therefore a valid lower bound on
+constraints (and, per STRICT_SPREAD gang, at most one of its bundles per host for each
+copy of the gang), with unit counts relaxed to real numbers, is therefore a valid lower bound on
 the cost of any plan under the policy in force; the same LP with unit costs of 1 bounds the
 number of units, and with a cap on the cost added, the number of units of any plan costing
 at most that much.
@@ -100,7 +101,7 @@ def lower_bounds(
         for item in kind.items:
             if item.index not in placements:
                 continue
-            copies = sum(fit(host.copy(host.unit), item, demand[item.index]) for host in kind.hosts)
+            copies = sum(fit(host, item, demand[item.index]) for host in kind.hosts)  # reads only
             if copies:
                 eligible.append((item, copies))
         if not eligible:
@@ -111,6 +112,13 @@ def lower_bounds(
             y_of[item.index] = y
             placements[item.index].append(y)
             rows.append(([y, x], [1.0, -float(copies)], -inf, 0.0))  # copies per unit
+        gangs: dict[int, list[int]] = {}  # a host holds one bundle of each gang at most
+        for item, _ in eligible:
+            if item.spread_group is not None:
+                gangs.setdefault(item.spread_group, []).append(item.index)
+        for slots in (s for s in gangs.values() if len(s) > 1):
+            most = min(demand[i] for i in slots) * len(kind.hosts)  # copies of the gang
+            rows.append(([*(y_of[i] for i in slots), x], [1.0] * len(slots) + [-most], -inf, 0))
         capacity: dict[str, int] = {}
         for host in kind.hosts:
             for name, quantity in host.free.items():

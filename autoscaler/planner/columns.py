@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from autoscaler.planner.bound import DualBound
+from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
 from autoscaler.planner.knapsack import best_unit
 from autoscaler.planner.master import Master
@@ -85,22 +86,33 @@ def seed(
 
 
 def column_generation(
-    master: Master, kinds: Sequence[Kind], caps: Mapping[int, int], max_rounds: int
+    master: Master,
+    kinds: Sequence[Kind],
+    caps: Mapping[int, int],
+    max_rounds: int,
+    budget: Budget | None = None,
 ) -> int:
-    """Add improving patterns until none is found; returns the rounds used."""
+    """Add improving patterns until none is found or ``budget`` is spent; returns the rounds
+    used."""
     size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
     cap_vector = np.zeros(size, np.int64)
     for index, cap in caps.items():
         if index < size:
             cap_vector[index] = cap
     for rounds in range(1, max_rounds + 1):
+        if budget is not None and budget.exhausted:
+            return rounds - 1
         item_duals, kind_duals, _ = master.solve_lp()
+        if budget is not None:
+            budget.spend(master.size())
         duals = np.zeros(size)
         for index, dual in item_duals.items():
             if index < size:
                 duals[index] = dual
         added = 0
         for wide in (False, True):  # the wider search only once the quick one finds nothing
+            if budget is not None:
+                budget.spend(sum(len(kind.items) for kind in kinds))
             for kind in kinds:
                 for pattern in _price(kind, duals, cap_vector, wide):
                     value = sum(item_duals[i] * n for i, n in pattern.totals().items())

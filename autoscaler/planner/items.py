@@ -163,8 +163,11 @@ def assign_candidates(
     (for room on nodes there for accelerator work), but never a reason to launch one."""
     accelerated = {t.name for t in node_types if is_accelerator_type(t)}
     roomiest = [(t.name, fresh_host(t, 0, -1)) for t in node_types]  # host 0: see fits_type
+    fitting_of: dict[tuple, list[str]] = {}  # many items share their parts (gang slots)
     for item in items:
-        fitting = [name for name, host in roomiest if host.fits_all(item.parts)]
+        if item.parts not in fitting_of:
+            fitting_of[item.parts] = [name for name, host in roomiest if host.fits_all(item.parts)]
+        fitting = fitting_of[item.parts]
         if item.cpu_only:
             plain = [name for name in fitting if name not in accelerated]
             item.rider = bool(plain)

@@ -78,6 +78,10 @@ class Master:
         self.cols: list[int] = []
         self.known: set[Pattern] = set()
 
+    def size(self) -> int:
+        """Rows plus columns: the work unit of one solve (:mod:`~autoscaler.planner.budget`)."""
+        return self.h.getNumRow() + self.h.getNumCol()
+
     def unit_cost(self, kind: Kind) -> float:
         return kind.cost + (self.surcharge if kind.new else 0.0)
 

@@ -162,6 +162,9 @@ class Plan:
     node_lower_bound: int = 0
     """No plan that places the same demand and costs at most 0.5% more than this one
     launches fewer units (nodes; a slice is one), min_workers units included."""
+    budget_reached: bool = False
+    """The work budget ran out (:mod:`~autoscaler.planner.budget`): the plan is the best found
+    by then, with the rest packed greedily; the lower bound is valid all the same."""
     witness: Mapping[str, Any] | None = field(default=None, compare=False)
     """What every node holds (``plan(..., witness=True)``; see ``planner.witness``)."""
 

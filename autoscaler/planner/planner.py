@@ -21,6 +21,11 @@
    much under the policy in force (``bound``); where exact pricing ran and everything is
    placed, its Lagrangian relaxations may raise the cost bound.
 6. Limits (max_workers, upscaling_speed) hold launches back; the plan says what and why.
+
+Work is counted, never timed (:mod:`~autoscaler.planner.budget`): once a plan has spent its
+work budget, the best plan found so far is kept, the rest is packed greedily
+(:mod:`~autoscaler.planner.greedy`), and the plan says so; large plans' bound is computed over
+items merged by shape (:mod:`~autoscaler.planner.aggregate`).
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from accel.allocation import SHARE_UNITS
+from autoscaler.planner.aggregate import merged_by_shape
 from autoscaler.planner.bound import lower_bounds
+from autoscaler.planner.budget import WORK_LIMIT, Budget
 from autoscaler.planner.capacity import Bin, share_vector
 from autoscaler.planner.items import (
     DEVICE_RESOURCES,
@@ -53,16 +60,18 @@ from autoscaler.planner.model import (
     PlanRequest,
 )
 from autoscaler.planner.packing import Kind, Pattern, replay
-from autoscaler.planner.rounding import NODE_TOLERANCE, generate
+from autoscaler.planner.rounding import NODE_TOLERANCE, Result, generate
+from autoscaler.planner.solver import SolverError
 from autoscaler.planner.witness import build as build_witness
 
 UPSCALING_FLOOR = 5
 UNKNOWN_PRICE_FACTOR = 2.0
 
 
-def plan(request: PlanRequest, witness: bool = False) -> Plan:
+def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIMIT) -> Plan:
     """The least-cost launches that place the request's demand; ``witness``: with the proof
-    of what every node holds (:mod:`~autoscaler.planner.witness`)."""
+    of what every node holds (:mod:`~autoscaler.planner.witness`); ``work_limit``: the work
+    budget (:mod:`~autoscaler.planner.budget`)."""
     types = {t.name: t for t in sorted(request.node_types, key=lambda t: t.name)}
     policy = request.limits.accelerator_conservation
     if policy not in CONSERVATION_POLICIES:
@@ -103,8 +112,11 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
     kinds = _kinds(types, items, request.existing, min_launches, unit_room, prices)
     demand = {item.index: item.count for item in items}
 
-    realised = _Realisation(items, kinds, global_room, notes)
+    budget = Budget(work_limit)
+    realised = _Realisation(items, kinds, global_room, notes, budget)
     realised.run(demand)
+    if budget.exhausted:
+        notes.append(budget.note())
     placed = realised.placed()
     unplaced = {index: n - placed.get(index, 0) for index, n in demand.items()}
     by_index = {item.index: item for item in items}
@@ -120,7 +132,9 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
             gang = [i for i in items if i.spread_group == item.spread_group]
             infeasible.append(_limited(gang, missing, types))
 
-    launches, deferred = _launches(types, realised.groups, min_launches, existing_units, request)
+    launches, deferred = _launches(
+        types, realised.groups, every_item, min_launches, existing_units, request
+    )
     cost = sum(prices[launch.node_type] * launch.count for launch in launches)
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
@@ -131,9 +145,7 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
         costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
         known_cost = max([known_cost] + [c for c in costs if c is not None])
     bounds = lower_bounds(
-        items,
-        placed,
-        kinds,
+        *merged_by_shape(items, placed, kinds),
         global_room,
         demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
         sum(launch.count for launch in launches if launch.reason == "demand"),
@@ -172,6 +184,7 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
         deferred=tuple(deferred),
         notes=tuple(notes),
         node_lower_bound=node_bound,
+        budget_reached=budget.exhausted,
         witness=build_witness(realised.groups, every_item) if witness else None,
     )
 
@@ -291,9 +304,15 @@ class _Realisation:
     """Units chosen by the patterns, trimmed to the demand, gangs whole, residue packed."""
 
     def __init__(
-        self, items: Sequence[Item], kinds: Sequence[Kind], global_room: int | None, notes: list
+        self,
+        items: Sequence[Item],
+        kinds: Sequence[Kind],
+        global_room: int | None,
+        notes: list,
+        budget: Budget,
     ) -> None:
         self.items = {item.index: item for item in items}
+        self.budget = budget
         self.kinds = kinds
         self.global_room = global_room
         self.notes = notes
@@ -301,7 +320,7 @@ class _Realisation:
         self.dual_bounds: tuple[list[Kind], list] | None = None
 
     def run(self, demand: Mapping[int, int]) -> None:
-        result = generate(list(self.items.values()), demand, self.kinds, self.global_room)
+        result = self._generate(demand, self.kinds, self.global_room)
         self.notes.extend(result.notes)
         if result.dual_bounds:
             self.dual_bounds = (result.kinds, result.dual_bounds)
@@ -317,6 +336,19 @@ class _Realisation:
                 self.notes.append(
                     "an accelerator unit holds only CPU-only work after trimming (kept)"
                 )
+
+    def _generate(
+        self, demand: Mapping[int, int], kinds: Sequence[Kind], room: int | None
+    ) -> Result:
+        """Patterns for ``demand``; where the solver gives up (its last-resort time guard),
+        the budget counts as spent and everything is packed greedily instead."""
+        items = list(self.items.values())
+        try:
+            return generate(items, demand, kinds, room, self.budget)
+        except SolverError as error:
+            self.notes.append(f"solver stopped ({error}): the plan was packed greedily")
+            self.budget.spend(self.budget.limit)
+            return generate(items, demand, kinds, room, self.budget)
 
     def placed(self) -> dict[int, int]:
         counts: dict[int, int] = defaultdict(int)
@@ -364,23 +396,31 @@ class _Realisation:
     def _trim(self, demand: Mapping[int, int]) -> None:
         targets = self._targets(demand)
         placed = self.placed()
+        holders: dict[int, list[int]] = defaultdict(list)  # item -> groups holding it
+        for position, group in enumerate(self.groups):
+            for index in group.copies():
+                holders[index].append(position)
         for index in sorted(placed):
             excess = placed[index] - targets.get(index, 0)
             if excess > 0:
-                self._trim_item(index, excess)
+                self._trim_item(index, excess, holders)
         self.groups = [g for g in self.groups if g.units > 0 and any(g.hosts)]
 
-    def _trim_item(self, index: int, excess: int) -> None:
+    def _trim_item(self, index: int, excess: int, holders: dict[int, list[int]]) -> None:
         """Take ``excess`` copies off units: first where that empties a launched unit, then
-        launched units, then free capacity."""
+        launched units, then free capacity (``holders``: groups per item, kept up to date)."""
+
+        def split(group: _Group) -> None:
+            for held in group.copies():
+                holders[held].append(len(self.groups))
+            self.groups.append(group)
 
         def order(position: int) -> tuple:
             group = self.groups[position]
             counts = group.copies()
             return (not group.kind.new, len(counts) > 1, -counts.get(index, 0), position)
 
-        holders = [p for p, g in enumerate(self.groups) if g.copies().get(index)]
-        for position in sorted(holders, key=order):
+        for position in sorted(holders[index], key=order):
             if excess <= 0:
                 break
             group = self.groups[position]
@@ -389,11 +429,11 @@ class _Realisation:
             if whole:
                 stripped = [[(i, n) for i, n in host if i != index] for host in group.hosts]
                 group.units -= whole
-                self.groups.append(_Group(group.kind, stripped, whole))
+                split(_Group(group.kind, stripped, whole))
                 excess -= whole * per_unit
             if 0 < excess < per_unit and group.units > 0:
                 group.units -= 1
-                self.groups.append(_Group(group.kind, _without(group.hosts, index, excess), 1))
+                split(_Group(group.kind, _without(group.hosts, index, excess), 1))
                 excess = 0
 
     def _dissolve_anchorless(self, dry_run: bool = False) -> bool:
@@ -453,7 +493,7 @@ class _Realisation:
         room = None
         if self.global_room is not None:
             room = self.global_room - sum(used.values())
-        result = generate(list(self.items.values()), short, kinds, room)
+        result = self._generate(short, kinds, room)
         self.notes.extend(result.notes)
         self._add(result.kinds, result.chosen)
 
@@ -509,6 +549,7 @@ def _surrogate_prices(types: Mapping[str, NodeType], notes: list[str]) -> dict[s
 def _launches(
     types: Mapping[str, NodeType],
     groups: Sequence[_Group],
+    items: Mapping[int, Item],
     min_launches: Mapping[str, int],
     existing_units: Mapping[str, int],
     request: PlanRequest,
@@ -526,7 +567,7 @@ def _launches(
         name = group.kind.node_type
         units[name] += group.units
         for index, copies in group.copies().items():
-            for resources in _items_of(group)[index].resources:
+            for resources in items[index].resources:
                 serves[name][tuple(sorted(resources.items()))] += copies * group.units
     for name in sorted(units):
         count = units[name]
@@ -539,10 +580,6 @@ def _launches(
         served = tuple((dict(k), n) for k, n in sorted(serves[name].items()))
         launches.append(Launch(name, count, "demand", served))
     return launches, deferred
-
-
-def _items_of(group: _Group) -> dict[int, Item]:
-    return {item.index: item for item in group.kind.items}
 
 
 def _infeasible(item: Item, node_types: Sequence[NodeType]) -> Infeasible:

@@ -11,8 +11,11 @@ and a dive makes a second integer plan; the better one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
 pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP over the
 patterns near that problem's LP solution (:data:`FEWEST_REDUCED_COST`) takes one with the
-fewest new units (:data:`FEWEST_UNITS_MAX`). Every work limit is a count; nothing
-depends on wall-clock time.
+fewest new units (:data:`FEWEST_UNITS_MAX`). Large plans (:data:`GREEDY_START_ITEMS`) start
+from a greedy plan instead of single-item units. Column generation stops once the work
+budget (:mod:`~autoscaler.planner.budget`) is spent; the LP's whole units are then kept, the
+rest packed greedily, and the greedy start kept where it is better. Every work limit is a
+count; nothing depends on wall-clock time.
 """
 
 from __future__ import annotations
@@ -22,12 +25,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from autoscaler.planner.bound import DualBound
+from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import MAX_ROUNDS, column_generation, exact_rounds, seed
+from autoscaler.planner.greedy import greedy
 from autoscaler.planner.improve import improve
 from autoscaler.planner.items import Item
 from autoscaler.planner.master import MIP_REL_GAP, Master
 from autoscaler.planner.packing import Kind, Pattern, covered_copies
 
+GREEDY_START_ITEMS = 150
+"""Plans of at least this many items start column generation from a greedy plan
+(:mod:`~autoscaler.planner.greedy`): where every round is dear, a good start saves many, and
+if the work budget runs out that plan is still there to keep."""
 RESIDUAL_SEEDS = 3
 """Single-item units offered per item for the remainder (small units round better)."""
 NODE_TOLERANCE = 0.005
@@ -79,8 +88,11 @@ def generate(
     demand: Mapping[int, int],
     kinds: Sequence[Kind],
     global_room: int | None,
+    budget: Budget | None = None,
 ) -> Result:
-    """Patterns and units per pattern that cover ``demand`` (copies per item index)."""
+    """Patterns and units per pattern that cover ``demand`` (copies per item index); once
+    ``budget`` is spent, what the patterns so far leave out is packed greedily."""
+    budget = Budget() if budget is None else budget
     notes: list[str] = []
     items = [item for item in items if demand.get(item.index, 0) > 0]
     wanted = {item.index for item in items}
@@ -93,6 +105,9 @@ def generate(
     ]
     if not items or not kinds:
         return Result(kinds, [], {i.index: demand[i.index] for i in items}, notes)
+    if budget.exhausted:
+        chosen, unplaced = greedy(items, demand, kinds, global_room)
+        return Result(kinds, chosen, unplaced, notes)
     by_index = {item.index: item for item in items}
     prices = [kind.cost for kind in kinds if kind.new and kind.cost > 0]
     surcharge = TIE_BREAK * min(prices, default=1.0)
@@ -101,12 +116,17 @@ def generate(
     master = Master(items, demand, kinds, limits, global_room, penalty, surcharge)
     caps = {index: demand[index] for index in by_index}
 
-    for item in items:  # start: a unit of the cheapest kind per copy, holding it alone
+    start: dict[Pattern, int] = {}
+    if len(items) >= GREEDY_START_ITEMS:
+        start = _greedy_rest({}, items, demand, kinds, global_room)
+    for pattern in start:
+        master.add(pattern)
+    for item in [] if start else items:  # else a unit of the cheapest kind holding it alone
         seed(master, kinds, item, caps, 1)
 
-    rounds = column_generation(master, kinds, caps, MAX_ROUNDS)
+    rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
     lp_cost, lp_units = master.lp_cost_and_units()
-    exact = lp_units <= EXACT_UNITS
+    exact = lp_units <= EXACT_UNITS and not budget.exhausted
     dual_bounds: list[DualBound] = []
     if exact:
         dual_bounds += exact_rounds(master, kinds, caps, by_index, cost_phase=True)
@@ -116,15 +136,17 @@ def generate(
     # NODE_TOLERANCE price.
     if lp_units > 0 and lp_cost > 0:
         master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
-        rounds += column_generation(master, kinds, caps, MAX_ROUNDS)
+        rounds += column_generation(master, kinds, caps, MAX_ROUNDS, budget)
         if exact:
             dual_bounds += exact_rounds(master, kinds, caps, by_index)
         master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
         master.solve_lp()
 
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
-    args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool)
+    args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget)
     plans = [_round(*args)]
+    if start and budget.exhausted:  # the plan it started from may still be the better one
+        plans.append(start)
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
         plans.append(_dive(*args))
     plans = [
@@ -134,7 +156,9 @@ def generate(
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
-    taken = _fewest_units(taken, list(pool), items, demand, kinds, limits, global_room, notes)
+    taken = _fewest_units(
+        taken, list(pool), items, demand, kinds, limits, global_room, notes, budget
+    )
     if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
     chosen = sorted(taken.items(), key=lambda pu: (pu[0].kind, pu[0].hosts))
@@ -147,9 +171,10 @@ def generate(
     return Result(kinds, chosen, unplaced, notes, dual_bounds)
 
 
-def _round(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
+def _round(master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget):
     """Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
-    pattern) is planned again with patterns generated for it, then solved as a MIP."""
+    pattern) is planned again with patterns generated for it, then solved as a MIP (unless
+    the budget is spent: the rest is then left to the greedy packing)."""
     by_index = {item.index: item for item in items}
     lp_cost, _ = master.lp_cost_and_units()
     taken: dict[Pattern, int] = {}
@@ -160,6 +185,8 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
     rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
     if not rest:
         return taken
+    if budget.exhausted:
+        return _greedy_rest(taken, items, demand, kinds, global_room)
     rest_limits, rest_room = _room_left(taken, kinds, global_room)
     rest_items = [by_index[i] for i in sorted(rest)]
     residual = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
@@ -170,7 +197,7 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
         for item in rest_items
         for pattern in seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
     ]
-    column_generation(residual, kinds, rest, MAX_ROUNDS)
+    column_generation(residual, kinds, rest, MAX_ROUNDS, budget)
     pool.update(dict.fromkeys(residual.patterns))
     support = residual.on_support(seeded)  # the MIP: the LP's support and single-item units
     for pattern, units in zip(
@@ -179,6 +206,25 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
         if units > 0:
             taken[pattern] = taken.get(pattern, 0) + units
     return taken
+
+
+def _greedy_rest(
+    taken: Mapping[Pattern, int],
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    kinds: Sequence[Kind],
+    global_room: int | None,
+) -> dict[Pattern, int]:
+    """``taken`` and, beside it, what it leaves out packed greedily."""
+    covered = covered_copies(taken)
+    rest = {i: n - covered.get(i, 0) for i, n in demand.items() if covered.get(i, 0) < n}
+    limits, room = _room_left(taken, kinds, global_room)
+    left_kinds = [replace(kind, limit=limits[kind.index]) for kind in kinds]
+    chosen, _ = greedy([item for item in items if item.index in rest], rest, left_kinds, room)
+    plan = dict(taken)
+    for pattern, units in chosen:
+        plan[pattern] = plan.get(pattern, 0) + units
+    return plan
 
 
 def _room_left(
@@ -194,7 +240,7 @@ def _room_left(
     return limits, global_room - sum(u for k, u in used.items() if kinds[k].new)
 
 
-def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, pool):
+def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget):
     """Integer plan by diving: fix the units the LP takes whole, and where it takes none the
     pattern it takes most of; plan what is left again (patterns made for it); repeat. Then a
     MIP over every pattern seen, started from the dive's plan, may combine them better."""
@@ -213,7 +259,7 @@ def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, poo
         for item in items:
             if rest[item.index]:
                 seed(dive, kinds, item, rest, 1)
-        column_generation(dive, kinds, rest, MAX_ROUNDS)
+        column_generation(dive, kinds, rest, MAX_ROUNDS, budget)
         values = dive.lp_values()
         step = {
             pattern: math.floor(value + 1e-6)
@@ -248,6 +294,7 @@ def _fewest_units(
     limits: Mapping[int, int | None],
     global_room: int | None,
     notes: list[str],
+    work: Budget,
 ) -> Mapping[Pattern, int]:
     """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
     :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP over the patterns near
@@ -279,7 +326,7 @@ def _fewest_units(
     for pattern in [*pool, *moved]:
         master.add(pattern)
     master.cap_cost(budget)
-    column_generation(master, kinds, placed, MAX_ROUNDS)
+    column_generation(master, kinds, placed, MAX_ROUNDS, work)
     near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
     near.cap_cost(budget)
     units = near.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)

@@ -86,6 +86,7 @@ def test_json_output_is_exactly_the_documented_shape():
         "lower_bound_per_hour",
         "node_count",
         "node_lower_bound",
+        "work_budget_reached",
         "planning_seconds",
     }
     assert output["launch"] == {"gpu_workers": 2}  # the CPU bundle fits on the head
@@ -97,6 +98,7 @@ def test_json_output_is_exactly_the_documented_shape():
     assert output["lower_bound_per_hour"] <= output["cost_per_hour"]
     assert output["node_count"] == 2
     assert 1 <= output["node_lower_bound"] <= output["node_count"]
+    assert output["work_budget_reached"] is False
 
 
 def test_explain_adds_notes_warnings_and_ignored_keys():

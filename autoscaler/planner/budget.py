@@ -1,0 +1,36 @@
+"""The planner's work budget: counted work, never wall-clock time.
+
+Column generation and rounding spend *work units*: each LP solve of the master costs its
+rows plus columns, each pricing pass the items it ranks for every kind. Once the budget is
+spent, the search stops where it stands: what the patterns found so far cover is kept, and
+the rest is placed greedily (:mod:`~autoscaler.planner.greedy`), so every feasible bundle is
+still placed and the plan keeps its valid lower bound. The same input spends the same work
+on any machine, under any load, so it gets the same plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+WORK_LIMIT = 300_000
+"""Work units one plan may spend on column generation and rounding (see module doc)."""
+
+
+@dataclass
+class Budget:
+    limit: int = WORK_LIMIT
+    used: int = 0
+
+    def spend(self, units: int) -> None:
+        self.used += units
+
+    @property
+    def exhausted(self) -> bool:
+        return self.used >= self.limit
+
+    def note(self) -> str:
+        return (
+            f"work budget reached ({self.limit:,} units of column generation and rounding): "
+            "the best plan found so far is kept and what it left out was placed greedily; "
+            "the lower bound stays valid"
+        )
