@@ -4,7 +4,9 @@ Every plan that places the demand satisfies, for each kind (launchable type or g
 capacity): its units' aggregated capacity holds what is placed on it, one unit holds at most
 as many copies of an item as fit on it alone, a device takes at most one share above half a
 device (two of exactly half), a launched unit holds something, and (accelerator
-conservation) a launched accelerator unit holds accelerator work. The LP over those
+conservation) a launched accelerator unit holds accelerator work; and, since units are
+whole, the kinds an item may use number at least as many units as that item and every item
+confined to them need, rounded up (per resource, per device and per copy). The LP over those
 constraints, with unit counts relaxed to real numbers, is therefore a valid lower bound on
 the cost of any plan under the policy in force; the same LP with unit costs of 1 bounds the
 number of units, and with a cap on the cost added, the number of units of any plan costing
@@ -94,6 +96,8 @@ def lower_bounds(
     }
     penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
     placements: dict[int, list[int]] = {item.index: [] for item in items}
+    hosting: dict[int, list[tuple[int, int]]] = {item.index: [] for item in items}
+    units: dict[int, tuple[dict[str, int], dict[str, tuple[int, int]]]] = {}
     for kind in kinds:
         x = x_of[id(kind)]
         eligible = []
@@ -107,6 +111,7 @@ def lower_bounds(
             continue
         y_of = {}
         for item, copies in eligible:
+            hosting[item.index].append((x, copies))
             y = column(0.0, inf)
             y_of[item.index] = y
             placements[item.index].append(y)
@@ -115,6 +120,7 @@ def lower_bounds(
         for host in kind.hosts:
             for name, quantity in host.free.items():
                 capacity[name] = capacity.get(name, 0) + max(quantity, 0)
+        units[x] = (capacity, _devices(kind))
         for name in sorted({n for item, _ in eligible for n in item.needs}):
             users = [(item, item.needs[name]) for item, _ in eligible if item.needs.get(name)]
             if not users or not capacity.get(name):
@@ -139,6 +145,7 @@ def lower_bounds(
         rows.append((cols, [1.0] * len(cols), float(demand[item.index]), inf))
         placements[item.index].append(u)
     slack_cols = [placements[item.index][-1] for item in items]
+    rows.extend(_cover_rows(items, demand, hosting, units))
     if global_room is not None:
         new = [x_of[id(kind)] for kind in kinds if kind.new]
         if new:
@@ -225,6 +232,51 @@ def _solve(h, highspy, notes: list[str], slack_cols: list[int], penalty: float) 
     # costs at least (an LP's objective equals its dual bound at optimality).
     value = h.getInfo().objective_function_value
     return value - penalty * sum(values[c] for c in slack_cols)
+
+
+def _cover_rows(
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    holders: Mapping[int, list[tuple[int, int]]],
+    units: Mapping[int, tuple[dict[str, int], dict[str, tuple[int, int]]]],
+) -> list[tuple[list[int], list[float], float, float]]:
+    """Whole units: per set of kinds that some item may use, the units of those kinds hold
+    every item that may use no other kind, so there are at least as many as the most
+    demanding resource (scalar, devices, copies per unit) needs, rounded up."""
+    inf = float("inf")
+    sets = sorted(
+        {tuple(sorted(x for x, _ in holders[i.index])) for i in items if holders[i.index]}
+    )
+    rows = []
+    for kinds in sets:
+        within = set(kinds)
+        members = [
+            i for i in items if holders[i.index] and {x for x, _ in holders[i.index]} <= within
+        ]
+        need = 0
+        for item in members:
+            most = max(copies for _, copies in holders[item.index])
+            need = max(need, -(-demand[item.index] // most))
+        names = sorted({n for item in members for n in item.needs})
+        for name in names:
+            total = sum(item.needs.get(name, 0) * demand[item.index] for item in members)
+            room = max(units[x][0].get(name, 0) for x in kinds)
+            if total > 0 and room > 0:
+                need = max(need, -(-total // room))
+        device_names = sorted({n for x in kinds for n in units[x][1]})
+        for name in device_names:
+            shapes = [units[x][1].get(name) for x in kinds]
+            if any(s is None for s in shapes) and any(units[x][0].get(name, 0) for x in kinds):
+                continue
+            shapes = [s for s in shapes if s is not None]
+            size = max(s[1] for s in shapes)
+            count = max(s[0] for s in shapes)
+            weight = sum(_device_weight(item, name, size) * demand[item.index] for item in members)
+            if weight > 0 and count > 0:
+                need = max(need, math.ceil(weight / count - 1e-9))
+        if need > 0:
+            rows.append((list(kinds), [1.0] * len(kinds), float(need), inf))
+    return rows
 
 
 def _devices(kind: Kind) -> dict[str, tuple[int, int]]:
