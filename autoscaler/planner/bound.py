@@ -16,7 +16,7 @@ at most that much.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,8 +27,9 @@ from autoscaler.planner.packing import Kind, fit
 from autoscaler.planner.solver import GUARD_TIME_S, add_rows, new_solver
 
 MIP_BOUND_ABOVE = 0.025
-"""Where the plan costs more than this above the LP bound, whole units are required too
-(closer than that, the LP bound already proves the plan within the 3% target)."""
+"""Where the plan costs more than this above the LP bound, the Lagrangian bound is asked for,
+and where it is still that far, whole units are required too (closer than that, the bound
+already proves the plan within the 3% target)."""
 NODE_MIP_ABOVE = 1.5
 """The node bound gets its whole-unit MIP only where the plan has more than this many times
 the LP's node bound (closer than that, the LP bound already shows the plan near its fewest)."""
@@ -63,11 +64,12 @@ def lower_bounds(
     global_room: int | None,
     cost_cap: float | None = None,
     plan_units: int | None = None,
-    known_cost: float = 0.0,
+    known_cost: Callable[[], float] | None = None,
 ) -> Bounds:
     """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
-    most ``cost_cap`` (None: any plan). ``known_cost``: a cost bound proved otherwise (where
-    it already shows the plan close enough, the whole-unit cost MIP is skipped)."""
+    most ``cost_cap`` (None: any plan). ``known_cost``: computes a cost bound proved
+    otherwise (a Lagrangian one), asked for only where the LP bound does not show the plan
+    close enough; where it does, the whole-unit cost MIP is skipped."""
     import highspy
 
     items = [item for item in items if demand.get(item.index, 0) > 0]
@@ -164,6 +166,7 @@ def lower_bounds(
     notes: list[str] = []
     cost_bound = _solve(h, highspy, notes, slack_cols, penalty)
     small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
+    close = 1 + MIP_BOUND_ABOVE
 
     def whole_units(objective: np.ndarray) -> float | None:
         """Root dual bound with whole units (valid wherever the node limit stops it)."""
@@ -196,8 +199,9 @@ def lower_bounds(
             return dual
         return None
 
-    proved = max(cost_bound, known_cost)
-    if small and cost_cap is not None and cost_cap > (1 + MIP_BOUND_ABOVE) * proved:
+    if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
+        cost_bound = max(cost_bound, known_cost())
+    if small and cost_cap is not None and cost_cap > close * cost_bound:
         dual = whole_units(None)
         if dual is not None:
             cost_bound = max(cost_bound, dual)
@@ -312,29 +316,38 @@ def _device_weight(item: Item, resource: str, size: int) -> float:
     return weight
 
 
-@dataclass(frozen=True)
+@dataclass
 class DualBound:
     """One Lagrangian relaxation of "place every copy of the demand": item values (their sum
     over the demand is ``value``) and, per kind, a bound on what one unit of it can hold at
-    those values (``unit_values``, exact knapsacks)."""
+    those values (``unit_values``, exact knapsacks; ``price`` computes them when first
+    needed)."""
 
     value: float
-    unit_values: tuple[tuple[int, float], ...]
+    unit_values: tuple[tuple[int, float], ...] | None = None
+    price: Callable[[], tuple[tuple[int, float], ...]] | None = None
 
     def cost_bound(self, kinds: Sequence[Kind], budget: float) -> float | None:
-        """No plan placing the demand costs less: sum of values minus, per kind whose unit
-        can hold more than it costs, the excess times the most units a plan costing at most
-        ``budget`` can take of it (None: unbounded)."""
-        total = self.value
-        for index, value in self.unit_values:
-            kind = kinds[index]
-            excess = value - kind.cost
-            if excess > 1e-12:
-                units = _unit_cap(kind, budget)
-                if units is None:
-                    return None
-                total -= units * excess
-        return total
+        """No plan placing the demand costs less. The values scaled by any factor in (0, 1]
+        are values too: at each scale, their sum minus, per kind whose unit can hold more than
+        it costs, the excess times the most units a plan costing at most ``budget`` can take
+        of it; the best scale is one where some kind's excess vanishes (or 1). None: no
+        finite bound."""
+        if self.unit_values is None:
+            self.unit_values = self.price()
+        held = [(kinds[index], value) for index, value in self.unit_values]
+        scales = {1.0} | {k.cost / v for k, v in held if v > k.cost > 0}
+        best = None
+        for scale in sorted(scales):
+            total = scale * self.value
+            for kind, value in held:
+                excess = scale * value - kind.cost
+                if excess > 1e-12:
+                    units = _unit_cap(kind, budget)
+                    total = -math.inf if units is None else total - units * excess
+            if total > -math.inf and (best is None or total > best):
+                best = total
+        return best
 
 
 def _unit_cap(kind: Kind, budget: float) -> float | None:

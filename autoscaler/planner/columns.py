@@ -65,6 +65,24 @@ def exact_rounds(
     return found
 
 
+def lagrangian(master: Master, kinds: Sequence[Kind], caps: Mapping[int, int]) -> DualBound:
+    """The Lagrangian relaxation at the master's last duals; its knapsacks (one per kind) are
+    solved only if its bound is asked for."""
+    duals = dict(master.item_duals)
+    value = sum(duals[i] * caps[i] for i in caps if i in duals)
+
+    def price() -> tuple[tuple[int, float], ...]:
+        return tuple(
+            (
+                kind.index,
+                best_unit(kind.hosts, kind.items, duals, caps, kind.needs_anchor, fit).value_bound,
+            )
+            for kind in kinds
+        )
+
+    return DualBound(value, price=price)
+
+
 def seed(
     master: Master, kinds: Sequence[Kind], item: Item, caps: Mapping[int, int], best: int
 ) -> list[Pattern]:

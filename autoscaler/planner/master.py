@@ -77,6 +77,8 @@ class Master:
         self.patterns: list[Pattern] = []
         self.cols: list[int] = []
         self.known: set[Pattern] = set()
+        self.item_duals: dict[int, float] = {}
+        """Item duals of the last LP solved."""
 
     def unit_cost(self, kind: Kind) -> float:
         return kind.cost + (self.surcharge if kind.new else 0.0)
@@ -122,6 +124,7 @@ class Master:
             raise SolverError(f"restricted master LP ended {self.h.modelStatusToString(status)}")
         duals = list(self.h.getSolution().row_dual)
         item_duals = {index: max(0.0, duals[row]) for index, row in self.row_of.items()}
+        self.item_duals = item_duals
         global_dual = duals[self.global_row] if self.global_row is not None else 0.0
         cost_dual = duals[self.cost_row] if self.cost_row is not None else 0.0
         kind_duals = {
