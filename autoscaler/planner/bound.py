@@ -64,12 +64,13 @@ def lower_bounds(
     global_room: int | None,
     cost_cap: float | None = None,
     plan_units: int | None = None,
-    known_cost: Callable[[], float] | None = None,
+    known_cost: Callable[[float], float] | None = None,
 ) -> Bounds:
     """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
-    most ``cost_cap`` (None: any plan). ``known_cost``: computes a cost bound proved
-    otherwise (a Lagrangian one), asked for only where the LP bound does not show the plan
-    close enough; where it does, the whole-unit cost MIP is skipped."""
+    most ``cost_cap`` (None: any plan). ``known_cost(floor)``: a cost bound proved otherwise
+    (a Lagrangian one; at most ``floor`` where it cannot beat that), asked for only where the
+    LP bound does not show the plan close enough; where it does, the whole-unit cost MIP is
+    skipped."""
     import highspy
 
     items = [item for item in items if demand.get(item.index, 0) > 0]
@@ -200,7 +201,7 @@ def lower_bounds(
         return None
 
     if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
-        cost_bound = max(cost_bound, known_cost())
+        cost_bound = max(cost_bound, known_cost(cost_bound))
     if small and cost_cap is not None and cost_cap > close * cost_bound:
         dual = whole_units(None)
         if dual is not None:
@@ -316,6 +317,11 @@ def _device_weight(item: Item, resource: str, size: int) -> float:
     return weight
 
 
+FLOOR_MARGIN = 1e-3
+"""A Lagrangian bound is priced only where its values' sum exceeds the bound already proved
+by more than this fraction (else it cannot raise the bound enough to matter)."""
+
+
 @dataclass
 class DualBound:
     """One Lagrangian relaxation of "place every copy of the demand": item values (their sum
@@ -327,12 +333,17 @@ class DualBound:
     unit_values: tuple[tuple[int, float], ...] | None = None
     price: Callable[[], tuple[tuple[int, float], ...]] | None = None
 
-    def cost_bound(self, kinds: Sequence[Kind], budget: float) -> float | None:
+    def cost_bound(
+        self, kinds: Sequence[Kind], budget: float, floor: float = -math.inf
+    ) -> float | None:
         """No plan placing the demand costs less. The values scaled by any factor in (0, 1]
         are values too: at each scale, their sum minus, per kind whose unit can hold more than
         it costs, the excess times the most units a plan costing at most ``budget`` can take
         of it; the best scale is one where some kind's excess vanishes (or 1). None: no
-        finite bound."""
+        finite bound, or (before any knapsack is solved) none above ``floor``: the bound is
+        at most the values' sum."""
+        if self.value <= floor * (1 + FLOOR_MARGIN):
+            return None
         if self.unit_values is None:
             self.unit_values = self.price()
         held = [(kinds[index], value) for index, value in self.unit_values]

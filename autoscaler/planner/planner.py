@@ -125,12 +125,12 @@ def plan(request: PlanRequest, witness: bool = False) -> Plan:
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
 
-    def known_cost() -> float:
+    def known_cost(floor: float) -> float:
         """The Lagrangian relaxations' bound on plans placing the whole demand."""
         if any(missing > 0 for missing in unplaced.values()) or not realised.dual_bounds:
             return 0.0
         kinds_used, duals = realised.dual_bounds
-        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
+        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9, floor) for d in duals]
         return max([0.0] + [c for c in costs if c is not None])
 
     bounds = lower_bounds(
