@@ -33,9 +33,10 @@ already proves the plan within the 3% target)."""
 NODE_MIP_ABOVE = 1.5
 """The node bound gets its whole-unit MIP only where the plan has more than this many times
 the LP's node bound (closer than that, the LP bound already shows the plan near its fewest)."""
-MIP_BOUND_UNITS = 1000
+MIP_BOUND_UNITS = 300
 """...and where the plan has at most this many units (beyond that, rounding a fractional
-unit per kind is a small share of the cost and the MIP's root costs more than it gains)."""
+unit per kind is a small share of the cost, the Lagrangian bound covers what packing adds,
+and the MIP's root costs more than it gains)."""
 MIP_BOUND_NODES = 1
 BOUND_ONLY_OFF = (
     "mip_heuristic_run_feasibility_jump",
@@ -92,9 +93,7 @@ def lower_bounds(
 
     rows: list[tuple[list[int], list[float], float, float]] = []
     x_of = {
-        id(kind): column(
-            kind.cost, inf if kind.limit is None else float(kind.limit), 1.0 if kind.new else 0.0
-        )
+        id(kind): column(kind.cost, _most_units(kind, demand, cost_cap), 1.0 if kind.new else 0.0)
         for kind in kinds
     }
     penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
@@ -224,6 +223,19 @@ def lower_bounds(
         if dual is not None:
             unit_bound = max(unit_bound, dual)
     return Bounds(max(cost_bound, 0.0), max(0, math.ceil(unit_bound - 1e-6)), tuple(notes))
+
+
+def _most_units(kind: Kind, demand: Mapping[int, int], cost_cap: float | None) -> float:
+    """Units of ``kind`` in any plan that matters: within its limit, at most one per copy it
+    may hold (a plan with an empty unit costs more and has more units than one without),
+    and, for a bound on plans costing at most ``cost_cap``, no more than that buys (tight
+    bounds on the whole-unit columns make the MIPs' roots cheap)."""
+    caps = [sum(demand.get(item.index, 0) for item in kind.items)]
+    if kind.limit is not None:
+        caps.append(kind.limit)
+    if cost_cap is not None and kind.cost > 0:
+        caps.append(math.floor(cost_cap / kind.cost + 1e-9))
+    return float(max(0, min(caps)))
 
 
 def _solve(h, highspy, notes: list[str], slack_cols: list[int], penalty: float) -> float:
