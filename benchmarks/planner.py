@@ -4,7 +4,7 @@
 slices of one and several hosts beside GCE GPU and CPU machines).
 
 Run: .venv/bin/python benchmarks/planner.py [--scales 200,2000] [--kinds forced,diverse]
-     [--seed 0] [--repeat 3] [--ray-max-bundles 2000] [--ray-timeout 60] [--no-ray]
+     [--seed 0 | --seeds 0-9] [--repeat 3] [--ray-max-bundles 2000] [--ray-timeout 60] [--no-ray]
 
 Per problem it prints: bundles, node types, the planner's own time (median of ``--repeat``
 in-process runs: what a monitor round pays), the whole ``autoscale plan --json`` process,
@@ -54,6 +54,7 @@ def main() -> None:
     parser.add_argument("--kinds", default=",".join(PROBLEM_KINDS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", help="seeds to sweep, a range (0-9) or a list (0,3,5)")
     parser.add_argument("--ray-timeout", type=float, default=60.0)
     parser.add_argument("--ray-max-bundles", type=int, default=2_000)
     parser.add_argument("--no-ray", action="store_true")
@@ -65,11 +66,27 @@ def main() -> None:
         f"{'unpl':>4} {'budget':>6} | {'Ray $/h':>10} {'Ray nodes':>9} {'Ray unpl':>8} "
         f"{'Ray s':>7} {'vs Ray':>7}"
     )
+    seeds = _seeds(args.seeds) if args.seeds else [args.seed]
     for kind in args.kinds.split(","):
         for scale in (int(s) for s in args.scales.split(",")):
-            run_problem(kind, scale, args, ray)
+            rows = []
+            for seed in seeds:
+                args.seed = seed
+                rows.append(run_problem(kind, scale, args, ray))
+            if len(seeds) > 1:
+                print(
+                    f"{kind:>9} {scale:>7} over seeds {args.seeds}: max plan s "
+                    f"{max(s for s, _ in rows):.3f}, max gap {max(g for _, g in rows) * 100:.2f}%"
+                )
     if not ray:
         print("Ray is not installed (or --no-ray): its planner was not run for comparison.")
+
+
+def _seeds(text: str) -> list[int]:
+    if "-" in text:
+        first, last = text.split("-")
+        return list(range(int(first), int(last) + 1))
+    return [int(seed) for seed in text.split(",")]
 
 
 def _have_ray() -> bool:
@@ -80,7 +97,8 @@ def _have_ray() -> bool:
     return True
 
 
-def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> None:
+def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> tuple[float, float]:
+    """Prints the problem's row; returns its planning seconds and gap."""
     cluster_doc, demand_doc = mixed_problem(scale, kind, args.seed)
     with tempfile.TemporaryDirectory() as folder:
         cluster_path = Path(folder) / "cluster.yaml"
@@ -146,6 +164,7 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> N
     print(line, flush=True)
     for problem in problems[:5]:
         print(f"    witness: {problem}")
+    return statistics.median(planner_times), result.gap
 
 
 def _launched(result) -> dict[str, int]:

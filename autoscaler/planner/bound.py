@@ -4,9 +4,11 @@ Every plan that places the demand satisfies, for each kind (launchable type or g
 capacity): its units' aggregated capacity holds what is placed on it, one unit holds at most
 as many copies of an item as fit on it alone, a device takes at most one share above half a
 device (two of exactly half), a launched unit holds something, and (accelerator
-conservation) a launched accelerator unit holds accelerator work. The LP over those
-constraints (and, per STRICT_SPREAD gang, at most one of its bundles per host for each
-copy of the gang), with unit counts relaxed to real numbers, is therefore a valid lower bound on
+conservation) a launched accelerator unit holds accelerator work; and, since units are
+whole, the kinds an item may use number at least as many units as that item and every item
+confined to them need, rounded up (per resource, per device and per copy). The LP over those
+constraints (and, per STRICT_SPREAD gang, at most one of its bundles per host for each copy
+of the gang), with unit counts relaxed to real numbers, is therefore a valid lower bound on
 the cost of any plan under the policy in force; the same LP with unit costs of 1 bounds the
 number of units, and with a cap on the cost added, the number of units of any plan costing
 at most that much.
@@ -15,7 +17,7 @@ at most that much.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,14 +28,16 @@ from autoscaler.planner.packing import Kind, fit
 from autoscaler.planner.solver import GUARD_TIME_S, add_rows, new_solver
 
 MIP_BOUND_ABOVE = 0.025
-"""Where the plan costs more than this above the LP bound, whole units are required too
-(closer than that, the LP bound already proves the plan within the 3% target)."""
+"""Where the plan costs more than this above the LP bound, the Lagrangian bound is asked for,
+and where it is still that far, whole units are required too (closer than that, the bound
+already proves the plan within the 3% target)."""
 NODE_MIP_ABOVE = 1.5
 """The node bound gets its whole-unit MIP only where the plan has more than this many times
 the LP's node bound (closer than that, the LP bound already shows the plan near its fewest)."""
-MIP_BOUND_UNITS = 1000
+MIP_BOUND_UNITS = 300
 """...and where the plan has at most this many units (beyond that, rounding a fractional
-unit per kind is a small share of the cost and the MIP's root costs more than it gains)."""
+unit per kind is a small share of the cost, the Lagrangian bound covers what packing adds,
+and the MIP's root costs more than it gains)."""
 MIP_BOUND_NODES = 1
 BOUND_ONLY_OFF = (
     "mip_heuristic_run_feasibility_jump",
@@ -62,11 +66,13 @@ def lower_bounds(
     global_room: int | None,
     cost_cap: float | None = None,
     plan_units: int | None = None,
-    known_cost: float = 0.0,
+    known_cost: Callable[[float], float] | None = None,
 ) -> Bounds:
     """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
-    most ``cost_cap`` (None: any plan). ``known_cost``: a cost bound proved otherwise (where
-    it already shows the plan close enough, the whole-unit cost MIP is skipped)."""
+    most ``cost_cap`` (None: any plan). ``known_cost(floor)``: a cost bound proved otherwise
+    (a Lagrangian one; at most ``floor`` where it cannot beat that), asked for only where the
+    LP bound does not show the plan close enough; where it does, the whole-unit cost MIP is
+    skipped."""
     import highspy
 
     items = [item for item in items if demand.get(item.index, 0) > 0]
@@ -88,13 +94,13 @@ def lower_bounds(
 
     rows: list[tuple[list[int], list[float], float, float]] = []
     x_of = {
-        id(kind): column(
-            kind.cost, inf if kind.limit is None else float(kind.limit), 1.0 if kind.new else 0.0
-        )
+        id(kind): column(kind.cost, _most_units(kind, demand, cost_cap), 1.0 if kind.new else 0.0)
         for kind in kinds
     }
     penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
     placements: dict[int, list[int]] = {item.index: [] for item in items}
+    hosting: dict[int, list[tuple[int, int]]] = {item.index: [] for item in items}
+    units: dict[int, tuple[dict[str, int], dict[str, tuple[int, int]]]] = {}
     for kind in kinds:
         x = x_of[id(kind)]
         eligible = []
@@ -108,6 +114,7 @@ def lower_bounds(
             continue
         y_of = {}
         for item, copies in eligible:
+            hosting[item.index].append((x, copies))
             y = column(0.0, inf)
             y_of[item.index] = y
             placements[item.index].append(y)
@@ -123,6 +130,7 @@ def lower_bounds(
         for host in kind.hosts:
             for name, quantity in host.free.items():
                 capacity[name] = capacity.get(name, 0) + max(quantity, 0)
+        units[x] = (capacity, _devices(kind))
         for name in sorted({n for item, _ in eligible for n in item.needs}):
             users = [(item, item.needs[name]) for item, _ in eligible if item.needs.get(name)]
             if not users or not capacity.get(name):
@@ -147,6 +155,7 @@ def lower_bounds(
         rows.append((cols, [1.0] * len(cols), float(demand[item.index]), inf))
         placements[item.index].append(u)
     slack_cols = [placements[item.index][-1] for item in items]
+    rows.extend(_cover_rows(items, demand, hosting, units))
     if global_room is not None:
         new = [x_of[id(kind)] for kind in kinds if kind.new]
         if new:
@@ -165,6 +174,7 @@ def lower_bounds(
     notes: list[str] = []
     cost_bound = _solve(h, highspy, notes, slack_cols, penalty)
     small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
+    close = 1 + MIP_BOUND_ABOVE
 
     def whole_units(objective: np.ndarray) -> float | None:
         """Root dual bound with whole units (valid wherever the node limit stops it)."""
@@ -197,8 +207,9 @@ def lower_bounds(
             return dual
         return None
 
-    proved = max(cost_bound, known_cost)
-    if small and cost_cap is not None and cost_cap > (1 + MIP_BOUND_ABOVE) * proved:
+    if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
+        cost_bound = max(cost_bound, known_cost(cost_bound))
+    if small and cost_cap is not None and cost_cap > close * cost_bound:
         dual = whole_units(None)
         if dual is not None:
             cost_bound = max(cost_bound, dual)
@@ -222,6 +233,19 @@ def lower_bounds(
     return Bounds(max(cost_bound, 0.0), max(0, math.ceil(unit_bound - 1e-6)), tuple(notes))
 
 
+def _most_units(kind: Kind, demand: Mapping[int, int], cost_cap: float | None) -> float:
+    """Units of ``kind`` in any plan that matters: within its limit, at most one per copy it
+    may hold (a plan with an empty unit costs more and has more units than one without),
+    and, for a bound on plans costing at most ``cost_cap``, no more than that buys (tight
+    bounds on the whole-unit columns make the MIPs' roots cheap)."""
+    caps = [sum(demand.get(item.index, 0) for item in kind.items)]
+    if kind.limit is not None:
+        caps.append(kind.limit)
+    if cost_cap is not None and kind.cost > 0:
+        caps.append(math.floor(cost_cap / kind.cost + 1e-9))
+    return float(max(0, min(caps)))
+
+
 def _solve(h, highspy, notes: list[str], slack_cols: list[int], penalty: float) -> float:
     h.run()
     status = h.getModelStatus()
@@ -233,6 +257,51 @@ def _solve(h, highspy, notes: list[str], slack_cols: list[int], penalty: float) 
     # costs at least (an LP's objective equals its dual bound at optimality).
     value = h.getInfo().objective_function_value
     return value - penalty * sum(values[c] for c in slack_cols)
+
+
+def _cover_rows(
+    items: Sequence[Item],
+    demand: Mapping[int, int],
+    holders: Mapping[int, list[tuple[int, int]]],
+    units: Mapping[int, tuple[dict[str, int], dict[str, tuple[int, int]]]],
+) -> list[tuple[list[int], list[float], float, float]]:
+    """Whole units: per set of kinds that some item may use, the units of those kinds hold
+    every item that may use no other kind, so there are at least as many as the most
+    demanding resource (scalar, devices, copies per unit) needs, rounded up."""
+    inf = float("inf")
+    sets = sorted(
+        {tuple(sorted(x for x, _ in holders[i.index])) for i in items if holders[i.index]}
+    )
+    rows = []
+    for kinds in sets:
+        within = set(kinds)
+        members = [
+            i for i in items if holders[i.index] and {x for x, _ in holders[i.index]} <= within
+        ]
+        need = 0
+        for item in members:
+            most = max(copies for _, copies in holders[item.index])
+            need = max(need, -(-demand[item.index] // most))
+        names = sorted({n for item in members for n in item.needs})
+        for name in names:
+            total = sum(item.needs.get(name, 0) * demand[item.index] for item in members)
+            room = max(units[x][0].get(name, 0) for x in kinds)
+            if total > 0 and room > 0:
+                need = max(need, -(-total // room))
+        device_names = sorted({n for x in kinds for n in units[x][1]})
+        for name in device_names:
+            shapes = [units[x][1].get(name) for x in kinds]
+            if any(s is None for s in shapes) and any(units[x][0].get(name, 0) for x in kinds):
+                continue
+            shapes = [s for s in shapes if s is not None]
+            size = max(s[1] for s in shapes)
+            count = max(s[0] for s in shapes)
+            weight = sum(_device_weight(item, name, size) * demand[item.index] for item in members)
+            if weight > 0 and count > 0:
+                need = max(need, math.ceil(weight / count - 1e-9))
+        if need > 0:
+            rows.append((list(kinds), [1.0] * len(kinds), float(need), inf))
+    return rows
 
 
 def _devices(kind: Kind) -> dict[str, tuple[int, int]]:
@@ -268,29 +337,48 @@ def _device_weight(item: Item, resource: str, size: int) -> float:
     return weight
 
 
-@dataclass(frozen=True)
+FLOOR_MARGIN = 1e-3
+"""A Lagrangian bound is priced only where its values' sum exceeds the bound already proved
+by more than this fraction (else it cannot raise the bound enough to matter)."""
+
+
+@dataclass
 class DualBound:
     """One Lagrangian relaxation of "place every copy of the demand": item values (their sum
     over the demand is ``value``) and, per kind, a bound on what one unit of it can hold at
-    those values (``unit_values``, exact knapsacks)."""
+    those values (``unit_values``, exact knapsacks; ``price`` computes them when first
+    needed)."""
 
     value: float
-    unit_values: tuple[tuple[int, float], ...]
+    unit_values: tuple[tuple[int, float], ...] | None = None
+    price: Callable[[], tuple[tuple[int, float], ...]] | None = None
 
-    def cost_bound(self, kinds: Sequence[Kind], budget: float) -> float | None:
-        """No plan placing the demand costs less: sum of values minus, per kind whose unit
-        can hold more than it costs, the excess times the most units a plan costing at most
-        ``budget`` can take of it (None: unbounded)."""
-        total = self.value
-        for index, value in self.unit_values:
-            kind = kinds[index]
-            excess = value - kind.cost
-            if excess > 1e-12:
-                units = _unit_cap(kind, budget)
-                if units is None:
-                    return None
-                total -= units * excess
-        return total
+    def cost_bound(
+        self, kinds: Sequence[Kind], budget: float, floor: float = -math.inf
+    ) -> float | None:
+        """No plan placing the demand costs less. The values scaled by any factor in (0, 1]
+        are values too: at each scale, their sum minus, per kind whose unit can hold more than
+        it costs, the excess times the most units a plan costing at most ``budget`` can take
+        of it; the best scale is one where some kind's excess vanishes (or 1). None: no
+        finite bound, or (before any knapsack is solved) none above ``floor``: the bound is
+        at most the values' sum."""
+        if self.value <= floor * (1 + FLOOR_MARGIN):
+            return None
+        if self.unit_values is None:
+            self.unit_values = self.price()
+        held = [(kinds[index], value) for index, value in self.unit_values]
+        scales = {1.0} | {k.cost / v for k, v in held if v > k.cost > 0}
+        best = None
+        for scale in sorted(scales):
+            total = scale * self.value
+            for kind, value in held:
+                excess = scale * value - kind.cost
+                if excess > 1e-12:
+                    units = _unit_cap(kind, budget)
+                    total = -math.inf if units is None else total - units * excess
+            if total > -math.inf and (best is None or total > best):
+                best = total
+        return best
 
 
 def _unit_cap(kind: Kind, budget: float) -> float | None:

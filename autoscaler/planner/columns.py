@@ -66,6 +66,35 @@ def exact_rounds(
     return found
 
 
+def lagrangian(master: Master, kinds: Sequence[Kind], caps: Mapping[int, int]) -> DualBound:
+    """The Lagrangian relaxation at the master's last duals; its knapsacks (one per kind) are
+    solved only if its bound is asked for."""
+    duals = dict(master.item_duals)
+    value = sum(duals[i] * caps[i] for i in caps if i in duals)
+    size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
+    dual_vector, cap_vector = np.zeros(size), np.zeros(size, np.int64)
+    for index, dual in duals.items():
+        if index < size:
+            dual_vector[index] = dual
+    for index, cap in caps.items():
+        if index < size:
+            cap_vector[index] = cap
+
+    def unit_value(kind: Kind) -> float:
+        """The fractional bound, or where that leaves a unit worth more than it costs, the
+        knapsack's too (a kind worth no more than its cost adds nothing to the bound)."""
+        fractional = _value_bound(kind, dual_vector, cap_vector)
+        if fractional <= kind.cost:
+            return fractional
+        unit = best_unit(kind.hosts, kind.items, duals, caps, kind.needs_anchor, fit)
+        return min(fractional, unit.value_bound)
+
+    def price() -> tuple[tuple[int, float], ...]:
+        return tuple((kind.index, unit_value(kind)) for kind in kinds)
+
+    return DualBound(value, price=price)
+
+
 def seed(
     master: Master, kinds: Sequence[Kind], item: Item, caps: Mapping[int, int], best: int
 ) -> list[Pattern]:
@@ -125,6 +154,33 @@ def column_generation(
             return rounds
     master.solve_lp()
     return max_rounds
+
+
+def _value_bound(kind: Kind, duals: np.ndarray, caps: np.ndarray) -> float:
+    """No unit of ``kind`` holds items worth more at ``duals``: for each resource, the
+    fractional knapsack of that resource alone (items that do not use it counted at their
+    cap), the least of those (a little above, against rounding)."""
+    vectors = unit_vectors(kind)
+    values = duals[vectors.indices]
+    counts = caps[vectors.indices].astype(np.float64)
+    held = values > 0
+    if not held.any():
+        return 0.0
+    values, counts, needs = values[held], counts[held], vectors.needs[held]
+    best = float(np.dot(values, counts))
+    for j, room in enumerate(vectors.capacity.tolist()):
+        users = needs[:, j] > 0
+        if not users.any():
+            continue
+        need = needs[users, j].astype(np.float64)
+        order = np.argsort(-values[users] / need, kind="stable")
+        weight = (need * counts[users])[order]
+        worth = (values[users] * counts[users])[order]
+        before = np.concatenate(([0.0], np.cumsum(weight)[:-1]))
+        share = np.clip((room - before) / weight, 0.0, 1.0)
+        free = float(np.dot(values[~users], counts[~users]))
+        best = min(best, free + float(np.dot(worth, share)))
+    return best * (1 + 1e-9) + 1e-12
 
 
 def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) -> list[Pattern]:

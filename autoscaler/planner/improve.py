@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from autoscaler.planner.capacity import Bin
 from autoscaler.planner.items import Item
 from autoscaler.planner.packing import Kind, Pattern, fit, put, replay
@@ -41,6 +43,8 @@ class _Unit:
     needs: dict[str, int] | None = None
     kinds: int = 0
     """Bit set (by price rank) of the single-host kinds that may hold every item here."""
+    free: np.ndarray | None = None
+    """The host's free scalar resources (in the search's resource order)."""
 
 
 def improve(
@@ -102,6 +106,10 @@ class _Search:
         self.trials = TRIALS
         self.budget = budget
         self.total = sum(u.kind.cost for u in units) + sum(kinds[p.kind].cost * n for p, n in kept)
+        self.names = sorted({name for unit in units for name in unit.host.free})
+        self.matrix: tuple[np.ndarray, np.ndarray] | None = None
+        self.wants: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        """Per item index: the resources one copy needs (positions) and how much of each."""
         for unit in self.units:
             self._summarise(unit)
 
@@ -116,6 +124,19 @@ class _Search:
             anchored = anchored or not self.items[index].rider
         unit.needs = needs
         unit.kinds = mask if anchored else mask & self.anchorless
+        unit.free = np.array([unit.host.free.get(name, 0) for name in self.names], np.int64)
+        self.matrix = None
+
+    def _wants(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        found = self.wants.get(index)
+        if found is None:
+            needs = self.items[index].needs
+            named = [(j, needs[name]) for j, name in enumerate(self.names) if needs.get(name, 0)]
+            found = self.wants[index] = (
+                np.array([j for j, _ in named], np.int64),
+                np.array([need for _, need in named], np.int64),
+            )
+        return found
 
     def price(self, kind: Kind) -> float:
         return kind.cost + (self.surcharge if kind.new else 0.0)
@@ -145,6 +166,7 @@ class _Search:
                     self._rebuild(unit, _less(unit.content, index, take))
                     excess -= take
         self.units = [u for u in self.units if u.content]
+        self.matrix = None
 
     def _rebuild(
         self, unit: _Unit, content: list[tuple[int, int]], host: Bin | None = None
@@ -170,7 +192,7 @@ class _Search:
             others = [u for u in self.units if u is not unit]
             trial: dict[int, Bin] = {}
             additions: dict[int, list[tuple[int, int]]] = {}
-            if self._place_all(unit.content, others, trial, additions):
+            if self._place_all(unit, trial, additions):
                 for other in others:
                     if id(other) in additions:
                         other.host = trial[id(other)]
@@ -179,15 +201,28 @@ class _Search:
                 changed = True
         return changed
 
-    def _place_all(self, content, others, trial, additions) -> bool:
-        """First fit of ``content`` into copies of the other hosts, fullest units first."""
-        order = [
-            u for _, u in sorted(enumerate(others), key=lambda pu: (-len(pu[1].content), pu[0]))
-        ]
-        for index, copies in sorted(content, key=lambda ic: _size(self.items[ic[0]])):
+    def _place_all(self, unit, trial, additions) -> bool:
+        """First fit of ``unit``'s contents into copies of the other hosts, fullest units
+        first."""
+        if self.matrix is None:  # the units' free resources and sizes, rebuilt after a move
+            self.matrix = (
+                np.array([u.free for u in self.units], np.int64).reshape(
+                    len(self.units), len(self.names)
+                ),
+                np.array([-len(u.content) for u in self.units], np.int64),
+            )
+        matrix, sizes = self.matrix
+        rows = np.argsort(sizes, kind="stable")  # ties keep their order
+        rows = rows[[self.units[r] is not unit for r in rows.tolist()]]
+        order = [self.units[r] for r in rows.tolist()]
+        free = matrix[rows]
+        for index, copies in sorted(unit.content, key=lambda ic: _size(self.items[ic[0]])):
             item = self.items[index]
             left = copies
-            for other in order:
+            columns, needs = self._wants(index)
+            # Only hosts with room for one copy's scalar needs are fitted (the rest fit none).
+            for row in np.flatnonzero((free[:, columns] >= needs).all(axis=1)).tolist():
+                other = order[row]
                 if index not in self.eligible[other.kind.index]:
                     continue
                 host = trial.get(id(other), other.host)
@@ -196,6 +231,7 @@ class _Search:
                     if id(other) not in trial:
                         host = trial[id(other)] = other.host.copy(other.host.unit)
                     put(host, item, n)
+                    free[row, columns] -= needs * n
                     additions.setdefault(id(other), []).append((index, n))
                     left -= n
                     if not left:
@@ -301,6 +337,7 @@ class _Search:
         return True
 
     def _drop(self, unit: _Unit) -> None:
+        self.matrix = None
         self.units.remove(unit)
         self.used[unit.kind.index] -= 1
         self.total -= unit.kind.cost

@@ -11,6 +11,7 @@ bounds of :mod:`~autoscaler.planner.bound` valid however the search ends.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -118,8 +119,12 @@ def unit_model(hosts, chosen, values, caps, needs_anchor, fit, column, rows, upp
             users = [(item, item.needs.get(name, 0)) for item in on_host]
             users = [(item, need) for item, need in users if need > 0]
             if users and sum(need * upper[y_of[(position, i.index)]] for i, need in users) > free:
+                # In units of the needs' common divisor: exact, and within HiGHS's range
+                # (memory in share units reaches 1e15, which it refuses as a coefficient).
+                scale = math.gcd(*(need for _, need in users))
                 cols = [y_of[(position, item.index)] for item, _ in users]
-                rows.append((cols, [float(need) for _, need in users], -inf, float(max(free, 0))))
+                vals = [float(need // scale) for _, need in users]
+                rows.append((cols, vals, -inf, float(max(free, 0) // scale)))
         for name, shares in sorted(host.devices.items()):
             _devices(position, name, shares, on_host, y_of, column, rows, upper)
         spread: dict[int, list[Item]] = {}

@@ -77,6 +77,8 @@ class Master:
         self.patterns: list[Pattern] = []
         self.cols: list[int] = []
         self.known: set[Pattern] = set()
+        self.item_duals: dict[int, float] = {}
+        """Item duals of the last LP solved."""
 
     def size(self) -> int:
         """Rows plus columns: the work unit of one solve (:mod:`~autoscaler.planner.budget`)."""
@@ -126,6 +128,7 @@ class Master:
             raise SolverError(f"restricted master LP ended {self.h.modelStatusToString(status)}")
         duals = list(self.h.getSolution().row_dual)
         item_duals = {index: max(0.0, duals[row]) for index, row in self.row_of.items()}
+        self.item_duals = item_duals
         global_dual = duals[self.global_row] if self.global_row is not None else 0.0
         cost_dual = duals[self.cost_row] if self.cost_row is not None else 0.0
         kind_duals = {
@@ -228,6 +231,7 @@ class Master:
         if n == 0:
             return []
         cols = np.array(self.cols, np.int32)
+        h.changeColsBounds(n, cols, np.zeros(n), np.array(self._most_units(start)))
         h.changeColsIntegrality(n, cols, np.array([highspy.HighsVarType.kInteger] * n))
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
         h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
@@ -240,6 +244,24 @@ class Master:
             notes.append("no integer plan over the patterns: LP solution rounded down")
             return [math.floor(lp_values[c] + 1e-9) for c in self.cols]
         return [round(values[c]) for c in self.cols]
+
+    def _most_units(self, start: Mapping[Pattern, int] | None) -> list[float]:
+        """Units of each pattern in a plan that matters: a unit beyond what covers the demand
+        of each of its items alone serves nothing, and under a cost cap no more than it buys
+        (``start``'s units always allowed). Tight bounds make the MIP's root cheap."""
+        demand = self.args[1]
+        budget = None
+        if self.cost_row is not None:
+            budget = self.h.getLp().row_upper_[self.cost_row]
+        found = []
+        for pattern in self.patterns:
+            totals = pattern.totals()
+            most = max(-(-demand[i] // n) for i, n in totals.items() if i in self.row_of)
+            cost = self.kinds[pattern.kind].cost
+            if budget is not None and cost > 0:
+                most = min(most, math.floor(budget / cost + 1e-9))
+            found.append(float(max(most, (start or {}).get(pattern, 0))))
+        return found
 
     def _start(self, start: Mapping[Pattern, int], demand: Mapping[int, int]) -> None:
         values = [0.0] * self.h.getNumCol()

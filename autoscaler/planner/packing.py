@@ -170,6 +170,8 @@ class UnitVectors:
     summed: np.ndarray
     """Sum of the shares of one unit's capacity one copy takes."""
     riders: np.ndarray
+    capacity: np.ndarray
+    """One unit's capacity of each resource in ``names`` (all hosts together)."""
 
 
 def unit_vectors(kind: Kind) -> UnitVectors:
@@ -196,6 +198,7 @@ def unit_vectors(kind: Kind) -> UnitVectors:
         np.maximum(shares.max(axis=1, initial=0.0), 1e-9),
         np.maximum(shares.sum(axis=1), 1e-9),
         np.array([item.rider for item in kind.items], bool),
+        total.astype(np.int64),
     )
     kind.__dict__["_vectors"] = cached
     return cached

@@ -138,12 +138,15 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     cost = sum(prices[launch.node_type] * launch.count for launch in launches)
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
-    known_cost = 0.0
-    if all(missing <= 0 for missing in unplaced.values()) and realised.dual_bounds:
-        # Exact pricing ran: its Lagrangian relaxations bound plans placing the whole demand.
+
+    def known_cost(floor: float) -> float:
+        """The Lagrangian relaxations' bound on plans placing the whole demand."""
+        if any(missing > 0 for missing in unplaced.values()) or not realised.dual_bounds:
+            return 0.0
         kinds_used, duals = realised.dual_bounds
-        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9) for d in duals]
-        known_cost = max([known_cost] + [c for c in costs if c is not None])
+        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9, floor) for d in duals]
+        return max([0.0] + [c for c in costs if c is not None])
+
     bounds = lower_bounds(
         *merged_by_shape(items, placed, kinds),
         global_room,
@@ -152,7 +155,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         known_cost,
     )
     notes.extend(bounds.notes)
-    cost_bound, unit_bound = max(bounds.cost, known_cost), bounds.units
+    cost_bound, unit_bound = bounds.cost, bounds.units
     lower = min(cost, min_cost + cost_bound)
     node_count = sum(launch.count for launch in launches)
     node_bound = min(node_count, sum(min_launches.values()) + unit_bound)

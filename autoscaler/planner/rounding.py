@@ -26,7 +26,13 @@ from dataclasses import dataclass, field, replace
 
 from autoscaler.planner.bound import DualBound
 from autoscaler.planner.budget import Budget
-from autoscaler.planner.columns import MAX_ROUNDS, column_generation, exact_rounds, seed
+from autoscaler.planner.columns import (
+    MAX_ROUNDS,
+    column_generation,
+    exact_rounds,
+    lagrangian,
+    seed,
+)
 from autoscaler.planner.greedy import greedy
 from autoscaler.planner.improve import improve
 from autoscaler.planner.items import Item
@@ -131,6 +137,8 @@ def generate(
     if exact:
         dual_bounds += exact_rounds(master, kinds, caps, by_index, cost_phase=True)
         lp_cost, lp_units = master.lp_cost_and_units()
+    else:  # priced exactly only if the plan's bound needs it
+        dual_bounds.append(lagrangian(master, kinds, caps))
     # Fewer nodes: price each new unit at NODE_PRICING of the average unit cost of the
     # cheapest (fractional) plan and generate the patterns that favours; round under the
     # NODE_TOLERANCE price.

@@ -1,0 +1,52 @@
+"""The planner's lower bounds: valid, and tight where packing or whole units decide."""
+
+from __future__ import annotations
+
+from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, plan
+from autoscaler.planner.items import build_items, fresh_host
+from autoscaler.planner.knapsack import best_unit
+from autoscaler.planner.packing import fit
+
+GIB = 2**30
+M4 = NodeType("m.large", {"CPU": 4, "memory": 16 * GIB}, 0.2)
+X16 = NodeType("x.16xlarge", {"CPU": 64, "memory": 1024 * GIB}, 6.7)
+
+
+def run(types, bundles):
+    demand = Demand(tuple(BundleDemand(r, n) for r, n in bundles))
+    return plan(PlanRequest(tuple(types), demand, (), Limits()))
+
+
+def test_units_that_cannot_share_are_proved_by_the_lagrangian_bound():
+    # A 3-CPU bundle leaves room no 2-CPU bundle fits: 300 units hold one each, 150 hold two
+    # each. Counting CPUs alone says 375 units; the bound from packing units says 450.
+    result = run([M4], [({"CPU": 3}, 300), ({"CPU": 2}, 300)])
+    assert result.launch_counts() == {"m.large": 450}
+    assert result.lower_bound_per_hour == result.cost_per_hour
+
+
+def test_whole_units_lift_the_bound_of_a_large_plan():
+    # 601 two-CPU bundles on four-CPU nodes: 300.5 nodes of capacity, 301 whole ones.
+    result = run([M4], [({"CPU": 2}, 601)])
+    assert result.launch_counts() == {"m.large": 301}
+    assert result.lower_bound_per_hour == result.cost_per_hour
+
+
+def test_exact_pricing_respects_large_memory():
+    # Memory in share units reaches the solver's limit on a coefficient (1e15) unless scaled.
+    demand = Demand(
+        (
+            BundleDemand({"CPU": 1, "memory": 128 * GIB}, 10),
+            BundleDemand({"CPU": 1, "memory": 64 * GIB}, 10),
+        )
+    )
+    items = build_items(demand)
+    host = fresh_host(X16, 0, -1)
+    values = {item.index: 1.0 for item in items}
+    caps = {item.index: item.count for item in items}
+    unit = best_unit([host], items, values, caps, False, fit)
+    copies = dict(unit.contents[0])
+    big_copies, small_copies = copies[items[0].index], copies[items[1].index]
+    assert big_copies * 128 + small_copies * 64 <= 1024
+    assert big_copies + small_copies == 13  # all ten small ones, three big ones
+    assert unit.value_bound <= 13 + 1e-6
