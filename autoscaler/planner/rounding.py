@@ -250,9 +250,8 @@ def _room_left(
 
 def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget):
     """Integer plan by diving: fix the units the LP takes whole, and where it takes none the
-    pattern it takes most of; plan what is left again (patterns made for it); repeat. Then a
-    MIP over every pattern seen, started from the dive's plan, may combine them better."""
-    lp_cost, _ = master.lp_cost_and_units()
+    pattern it takes most of; plan what is left again (patterns made for it); repeat. (Its
+    patterns join the pool the fewest-units MIP chooses from.)"""
     dive = Master(items, demand, kinds, limits, global_room, penalty, master.surcharge)
     for pattern in master.patterns:
         dive.add(pattern)
@@ -282,15 +281,7 @@ def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, poo
         for pattern, units in step.items():
             fixed[pattern] = fixed.get(pattern, 0) + units
     pool.update(dict.fromkeys(dive.patterns))
-    final = Master(items, demand, kinds, limits, global_room, penalty, master.surcharge)
-    for pattern in dive.patterns:
-        final.add(pattern)
-    final.solve_lp()
-    units = final.solve_integer(notes, MIP_REL_GAP * lp_cost, start=fixed, demand=demand)
-    chosen = {p: u for p, u in zip(final.patterns, units, strict=True) if u > 0}
-    return (
-        chosen if _objective(final, chosen, demand) <= _objective(final, fixed, demand) else fixed
-    )
+    return fixed
 
 
 def _fewest_units(
