@@ -31,10 +31,20 @@ PriceTable = dict[str, dict[str, Price]]
 
 STALE_AFTER_DAYS = 90
 """A price older than this (or of unknown date) is shown with a warning."""
-REFRESH_HINT = (
-    "`autoscale catalog refresh --cloud aws --prices` fetches today's EC2 prices; "
-    "cost_per_hour on a node type sets yours"
-)
+
+
+def refresh_hint(clouds: set[str]) -> str:
+    """How to get prices one can bet on, for prices of ``clouds``."""
+    own = "cost_per_hour on a node type sets yours"
+    if clouds == {"aws"}:
+        return f"`autoscale catalog refresh --cloud aws --prices` fetches today's EC2 prices; {own}"
+    if "aws" in clouds:
+        return (
+            "`autoscale catalog refresh --cloud aws --prices` fetches today's EC2 prices "
+            f"(other clouds' prices are bundled only); {own}"
+        )
+    return f"this cloud's prices are bundled only; {own}"
+
 
 AWS_PRICES_FILE = "aws_prices.json"
 """Refreshed EC2 prices in the user's catalog folder:
@@ -148,18 +158,19 @@ def describe_source(key: str | None) -> str | None:
     return facts["source"] if facts else None
 
 
-def price_warnings(price: Price | None, today: date, what: str = "price") -> list[str]:
+def price_warnings(price: Price | None, cloud: str, today: date, what: str = "price") -> list[str]:
     """Why a price should not be taken at face value: unknown date, older than
     :data:`STALE_AFTER_DAYS`, or a flagged anomaly."""
     if price is None or price.on_demand is None:
         return []
     warnings = []
     if price.as_of is None:
-        warnings.append(f"{what} is of unknown date (source {price.source}); " + REFRESH_HINT)
+        hint = refresh_hint({cloud})
+        warnings.append(f"{what} is of unknown date (source {price.source}); {hint}")
     elif (age := (today - date.fromisoformat(price.as_of)).days) > STALE_AFTER_DAYS:
         warnings.append(
             f"{what} is {age} days old (as of {price.as_of}, source {price.source}); "
-            + REFRESH_HINT
+            + refresh_hint({cloud})
         )
     if price.note:
         warnings.append(f"{what}: {price.note}")
@@ -185,5 +196,5 @@ def price_line(entry: InstanceType, region: str | None, spot: bool, today: date)
         )
     dated = f"as of {price.as_of}" if price.as_of else "date unknown"
     line = f"{entry.name} {market} in {where}: ${value:g}/h ({price.source}, {dated})"
-    problems = price_warnings(price, today, "price")
+    problems = price_warnings(price, entry.cloud, today, "price")
     return "; ".join([line, *problems])

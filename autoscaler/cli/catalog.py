@@ -11,7 +11,7 @@ import click
 from accel.user_input import clip
 from autoscaler.cli.output import print_json, print_table
 from instance_catalog.model import CLOUDS
-from instance_catalog.prices import REFRESH_HINT, STALE_AFTER_DAYS
+from instance_catalog.prices import STALE_AFTER_DAYS, refresh_hint
 
 if TYPE_CHECKING:
     from instance_catalog.catalog import Offer
@@ -41,7 +41,9 @@ def _price_fields(offer: Offer, region: str | None, today: date) -> dict[str, An
         "price_age_days": (today - date.fromisoformat(as_of)).days if as_of else None,
         "price_source": describe_source(price.source) if price else None,
         "spot_price_as_of": price.spot_as_of if price else None,
-        "price_warnings": price_warnings(price, today, f"price in {price_region}"),
+        "price_warnings": price_warnings(
+            price, offer.instance_type.cloud, today, f"price in {price_region}"
+        ),
     }
 
 
@@ -171,7 +173,7 @@ def list_(cloud: str | None, accelerator_text: str | None, region: str | None, a
         click.echo(
             f"warning: {doubtful} of these prices are older than {STALE_AFTER_DAYS} days, of "
             "unknown date or flagged as anomalies (`catalog show TYPE` says which); "
-            + REFRESH_HINT,
+            + refresh_hint({offer.instance_type.cloud for offer in offers}),
             err=True,
         )
 

@@ -86,7 +86,7 @@ def test_the_planner_never_sees_a_flagged_price_below_its_family():
     # Eight GPUs at the family's median instead of $4.20 each: no longer half price.
     assert a3.price("us-central1") > 0.9 * a3.price("us-east4")
     assert east4.note is None
-    assert any("flagged" in w for w in price_warnings(central, date(2026, 11, 25)))
+    assert any("flagged" in w for w in price_warnings(central, "gcp", date(2026, 11, 25)))
 
 
 def _row(region: str, on_demand: float, spot: float | None = None, source: str = "s") -> PricedRow:
@@ -129,7 +129,10 @@ def test_spot_above_on_demand_is_planned_at_the_higher_figure():
 def test_prices_without_a_source_date_and_old_ones_warn():
     today = date(2026, 11, 25)
     undated = load_catalog().get("p5.48xlarge", "aws").prices["us-west-2"]
-    assert "unknown date" in price_warnings(undated, today)[0]
+    assert "unknown date" in price_warnings(undated, "aws", today)[0]
+    assert "--cloud aws --prices" in price_warnings(undated, "aws", today)[0]
+    gcp = load_catalog().get("a2-highgpu-8g", "gcp").prices["us-central1"]
+    assert "--cloud aws" not in price_warnings(gcp, "gcp", today)[0]
     listed = load_catalog().get("p5.48xlarge", "aws").prices["us-east-1"]
-    assert "128 days old" in price_warnings(listed, today)[0]
-    assert price_warnings(listed, date(2026, 8, 1)) == []
+    assert "128 days old" in price_warnings(listed, "aws", today)[0]
+    assert price_warnings(listed, "aws", date(2026, 8, 1)) == []
