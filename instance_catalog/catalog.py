@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 
@@ -95,15 +95,16 @@ class Offer:
 class Catalog:
     """Every catalogued type of every cloud; a cloud's types load when first asked for."""
 
-    def __init__(self, loaders: Mapping[str, Callable[[], Iterable[InstanceType]]]) -> None:
+    def __init__(self, loaders: Mapping[str, Callable[[], Mapping[str, InstanceType]]]) -> None:
+        """``loaders``: cloud -> a function giving its types by name."""
         self._loaders = dict(loaders)
-        self._loaded: dict[str, dict[str, InstanceType]] = {}
+        self._loaded: dict[str, Mapping[str, InstanceType]] = {}
 
-    def _of(self, cloud: str) -> dict[str, InstanceType]:
+    def _of(self, cloud: str) -> Mapping[str, InstanceType]:
         """Name -> type on ``cloud`` (loaded on first use; empty for an unknown cloud)."""
         if cloud not in self._loaded:
             loader = self._loaders.get(cloud)
-            self._loaded[cloud] = {e.name: e for e in loader()} if loader else {}
+            self._loaded[cloud] = loader() if loader else {}
         return self._loaded[cloud]
 
     def entries(self, cloud: str | None = None) -> list[InstanceType]:
@@ -190,13 +191,36 @@ def load_catalog() -> Catalog:
     return Catalog({AWS: _aws_types, GCP: _gcp_types})
 
 
-def _aws_types() -> list[InstanceType]:
-    from instance_catalog.aws import aws_instance_types
+class BuiltOnDemand(Mapping[str, InstanceType]):
+    """Name -> type over a known set of names, each type built (once) when first looked up."""
 
-    return aws_instance_types()
+    def __init__(self, names: Iterable[str], build: Callable[[str], InstanceType]) -> None:
+        self._names = dict.fromkeys(names)
+        self._build = build
+        self._built: dict[str, InstanceType] = {}
+
+    def __getitem__(self, name: str) -> InstanceType:
+        if name not in self._built:
+            if name not in self._names:
+                raise KeyError(name)
+            self._built[name] = self._build(name)
+        return self._built[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
 
 
-def _gcp_types() -> list[InstanceType]:
+def _aws_types() -> Mapping[str, InstanceType]:
+    # Built per type: a config names a few of the cloud's 1,400.
+    from instance_catalog.aws import aws_instance_type, aws_type_names
+
+    return BuiltOnDemand(aws_type_names(), aws_instance_type)
+
+
+def _gcp_types() -> Mapping[str, InstanceType]:
     from instance_catalog.gcp import gcp_instance_types
 
-    return gcp_instance_types()
+    return {entry.name: entry for entry in gcp_instance_types()}

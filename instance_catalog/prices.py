@@ -51,21 +51,34 @@ def _number(text: str) -> float | None:
     return float(text) if text.strip() else None
 
 
-@cache
-def aws_prices() -> PriceTable:
-    """EC2 Linux prices by instance type and region, refreshed ones over the bundled ones."""
-    table: PriceTable = defaultdict(dict)
-    for row in _rows("prices_aws.csv"):
-        table[row["instance_type"]][row["region"]] = _price(
-            "aws", "instance", row["instance_type"], row
-        )
-    refreshed = refreshed_aws_prices()
-    for region, block in refreshed.get("regions", {}).items():
-        for name, (on_demand, spot) in block["prices"].items():
-            table[name][region] = Price(
+def aws_prices(instance_type: str) -> dict[str, Price]:
+    """Region -> EC2 Linux price of ``instance_type``, refreshed ones over the bundled ones."""
+    prices = {
+        row["region"]: _price("aws", "instance", instance_type, row)
+        for row in _bundled_aws_rows().get(instance_type, ())
+    }
+    for region, block in _refreshed_aws_blocks():
+        if instance_type in block["prices"]:
+            on_demand, spot = block["prices"][instance_type]
+            prices[region] = Price(
                 on_demand, spot, block["date"], REFRESHED, block["date"], REFRESHED
             )
-    return dict(table)
+    return prices
+
+
+@cache
+def _bundled_aws_rows() -> dict[str, list[dict[str, str]]]:
+    """The bundled EC2 price rows by instance type (made into prices when a type is built)."""
+    rows: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in _rows("prices_aws.csv"):
+        rows[row["instance_type"]].append(row)
+    return rows
+
+
+@cache
+def _refreshed_aws_blocks() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """(region, its refreshed block), read once."""
+    return tuple(refreshed_aws_prices().get("regions", {}).items())
 
 
 REFRESHED = "refreshed"

@@ -1,24 +1,25 @@
-"""The catalog loads a cloud's types only when that cloud is asked for, once."""
+"""The catalog loads a cloud's types only when that cloud is asked for, once, and builds
+a type only when it is looked up."""
 
 from __future__ import annotations
 
 import pytest
 
-from instance_catalog.catalog import Catalog, UnknownInstanceTypeError
+from instance_catalog.catalog import BuiltOnDemand, Catalog, UnknownInstanceTypeError
 from instance_catalog.model import InstanceType
 
 
-def _types(cloud: str, *names: str) -> list[InstanceType]:
-    return [InstanceType(name=n, cloud=cloud, vcpus=4, memory_mib=16_384) for n in names]
+def _type(name: str, cloud: str = "aws") -> InstanceType:
+    return InstanceType(name=name, cloud=cloud, vcpus=4, memory_mib=16_384)
 
 
 def test_a_cloud_loads_when_first_asked_for_and_only_once():
     loaded = []
 
-    def loader(cloud, *names):
+    def loader(cloud, name):
         def load():
             loaded.append(cloud)
-            return _types(cloud, *names)
+            return {name: _type(name, cloud)}
 
         return load
 
@@ -30,9 +31,23 @@ def test_a_cloud_loads_when_first_asked_for_and_only_once():
     assert loaded == ["aws", "gcp"]
 
 
-def test_a_name_on_no_cloud_is_looked_up_cloud_by_cloud_with_closest_names():
-    catalog = Catalog({"aws": lambda: _types("aws", "m5.xlarge"), "gcp": lambda: []})
-    assert catalog.get("m5.xlarge").cloud == "aws"
+def test_types_are_built_when_looked_up_and_listed_in_their_order():
+    built = []
+
+    def build(name):
+        built.append(name)
+        return _type(name)
+
+    catalog = Catalog({"aws": lambda: BuiltOnDemand(["m5.xlarge", "c5.large"], build)})
+    assert catalog.get("c5.large", "aws").name == "c5.large"
+    assert catalog.get("c5.large").name == "c5.large"
+    assert built == ["c5.large"]
+    assert [e.name for e in catalog.entries("aws")] == ["m5.xlarge", "c5.large"]
+    assert built == ["c5.large", "m5.xlarge"]
+
+
+def test_an_unknown_name_gets_the_closest_names_and_an_unknown_cloud_has_none():
+    catalog = Catalog({"aws": lambda: BuiltOnDemand(["m5.xlarge"], _type), "gcp": dict})
     with pytest.raises(UnknownInstanceTypeError, match=r"closest: m5\.xlarge"):
         catalog.get("m5.xlarg", "aws")
     assert catalog.entries("azure") == []
