@@ -22,10 +22,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from accel.families.neuron import logical_cores
 from accel.names import resolve_model
+from instance_catalog.data import load_bundled_yaml
 from instance_catalog.model import AWS, Accelerator, InstanceType, Price
 from instance_catalog.prices import aws_prices
 
@@ -203,8 +202,7 @@ def raw_snapshot() -> dict[str, Any]:
 
 @cache
 def overrides() -> list[dict[str, Any]]:
-    text = resources.files("instance_catalog.data").joinpath(OVERRIDES_FILE).read_text()
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load_bundled_yaml(OVERRIDES_FILE)
 
 
 def apply_overrides(

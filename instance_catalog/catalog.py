@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 
 from accel.names import lookup, tokens_for
 from accel.user_input import MATCH_LIMIT, brief
+from instance_catalog.built_on_demand import BuiltOnDemand
 from instance_catalog.model import AWS, CLOUDS, GCP, Accelerator, InstanceType
 from instance_catalog.resources import resources_for
 
@@ -191,36 +192,13 @@ def load_catalog() -> Catalog:
     return Catalog({AWS: _aws_types, GCP: _gcp_types})
 
 
-class BuiltOnDemand(Mapping[str, InstanceType]):
-    """Name -> type over a known set of names, each type built (once) when first looked up."""
-
-    def __init__(self, names: Iterable[str], build: Callable[[str], InstanceType]) -> None:
-        self._names = dict.fromkeys(names)
-        self._build = build
-        self._built: dict[str, InstanceType] = {}
-
-    def __getitem__(self, name: str) -> InstanceType:
-        if name not in self._built:
-            if name not in self._names:
-                raise KeyError(name)
-            self._built[name] = self._build(name)
-        return self._built[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
-
-
 def _aws_types() -> Mapping[str, InstanceType]:
-    # Built per type: a config names a few of the cloud's 1,400.
     from instance_catalog.aws import aws_instance_type, aws_type_names
 
     return BuiltOnDemand(aws_type_names(), aws_instance_type)
 
 
 def _gcp_types() -> Mapping[str, InstanceType]:
-    from instance_catalog.gcp import gcp_instance_types
+    from instance_catalog.gcp import gcp_types_by_name
 
-    return {entry.name: entry for entry in gcp_instance_types()}
+    return gcp_types_by_name()

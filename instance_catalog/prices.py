@@ -26,9 +26,6 @@ from instance_catalog.model import InstanceType, Price
 
 logger = logging.getLogger(__name__)
 
-PriceTable = dict[str, dict[str, Price]]
-"""Name -> region -> price."""
-
 STALE_AFTER_DAYS = 90
 """A price older than this (or of unknown date) is shown with a warning."""
 REFRESH_HINT = (
@@ -42,9 +39,15 @@ AWS_PRICES_FILE = "aws_prices.json"
 spot]}}}}``, spot null where unknown."""
 
 
-def _rows(filename: str) -> list[dict[str, str]]:
+@cache
+def _grouped_rows(filename: str, *key: str) -> dict[tuple[str, ...], list[dict[str, str]]]:
+    """A bundled price file's rows by their ``key`` fields (made into prices when asked for:
+    a config names a few of the catalog's types)."""
+    rows: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
     with resources.files("instance_catalog.data").joinpath(filename).open(newline="") as f:
-        return list(csv.DictReader(f))
+        for row in csv.DictReader(f):
+            rows[tuple(row[field] for field in key)].append(row)
+    return rows
 
 
 def _number(text: str) -> float | None:
@@ -55,7 +58,7 @@ def aws_prices(instance_type: str) -> dict[str, Price]:
     """Region -> EC2 Linux price of ``instance_type``, refreshed ones over the bundled ones."""
     prices = {
         row["region"]: _price("aws", "instance", instance_type, row)
-        for row in _bundled_aws_rows().get(instance_type, ())
+        for row in _grouped_rows("prices_aws.csv", "instance_type").get((instance_type,), ())
     }
     for region, block in _refreshed_aws_blocks():
         if instance_type in block["prices"]:
@@ -64,15 +67,6 @@ def aws_prices(instance_type: str) -> dict[str, Price]:
                 on_demand, spot, block["date"], REFRESHED, block["date"], REFRESHED
             )
     return prices
-
-
-@cache
-def _bundled_aws_rows() -> dict[str, list[dict[str, str]]]:
-    """The bundled EC2 price rows by instance type (made into prices when a type is built)."""
-    rows: dict[str, list[dict[str, str]]] = defaultdict(list)
-    for row in _rows("prices_aws.csv"):
-        rows[row["instance_type"]].append(row)
-    return rows
 
 
 @cache
@@ -102,13 +96,13 @@ def refreshed_aws_prices() -> dict[str, Any]:
 
 
 @cache
-def gcp_prices() -> dict[str, PriceTable]:
-    """GCP prices by kind (``machine``, ``gpu`` per GPU, ``tpu`` per slice), name, region."""
-    tables: dict[str, PriceTable] = defaultdict(lambda: defaultdict(dict))
-    for row in _rows("prices_gcp.csv"):
-        price = _price("gcp", row["kind"], row["name"], row)
-        tables[row["kind"]][row["name"]][row["region"]] = price
-    return {kind: dict(table) for kind, table in tables.items()}
+def gcp_prices(kind: str, name: str) -> dict[str, Price]:
+    """Region -> price of GCP item ``name`` of ``kind`` (``machine``, ``gpu`` per GPU,
+    ``tpu`` per slice), made when first asked for (do not mutate)."""
+    return {
+        row["region"]: _price("gcp", kind, name, row)
+        for row in _grouped_rows("prices_gcp.csv", "kind", "name").get((kind, name), ())
+    }
 
 
 def _price(cloud: str, kind: str, name: str, row: dict[str, str]) -> Price:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from instance_catalog.catalog import BuiltOnDemand, Catalog, UnknownInstanceTypeError
+from instance_catalog.built_on_demand import BuiltOnDemand
+from instance_catalog.catalog import Catalog, UnknownInstanceTypeError
 from instance_catalog.model import InstanceType
 
 
