@@ -394,9 +394,10 @@ def accelerator_zones(gce_name: str) -> dict[str, tuple[str, ...]]:
     """Region -> zones offering the GCE accelerator type: those of the machine types it is
     built into, or (attachable N1 GPUs) the regions with its price (zones unknown)."""
     zones: dict[str, set[str]] = {}
-    for entry in _all_types().values():
-        if entry.accelerator is not None and entry.accelerator.cloud_name == gce_name:
-            for region, names in entry.zones.items():
+    types = _all_types()
+    for name, (_, _, built_in, _) in gcp_data()["gpu_machine_types"].items():
+        if built_in == gce_name:  # only these types carry a GCE accelerator
+            for region, names in types[name].zones.items():
                 zones.setdefault(region, set()).update(names)
     for region, names in _regions(
         gcp_prices("gpu", gce_name), gce_name, "accelerator_types"
