@@ -413,8 +413,16 @@ def _by_key() -> dict[str, AcceleratorType]:
 
 
 @cache
-def _compiled() -> tuple[tuple[AcceleratorType, tuple[re.Pattern[str], ...]], ...]:
-    return tuple((e, tuple(re.compile(p) for p in e.patterns)) for e in ACCELERATOR_TYPES)
+def _compiled(
+    family: str | None,
+) -> tuple[tuple[int, AcceleratorType, tuple[re.Pattern[str], ...]], ...]:
+    """(position in the table, type, its patterns compiled) of ``family``'s types (None:
+    every family's), compiled when a family is first resolved."""
+    return tuple(
+        (position, entry, tuple(re.compile(p) for p in entry.patterns))
+        for position, entry in enumerate(ACCELERATOR_TYPES)
+        if family is None or entry.family == family
+    )
 
 
 def get(name: str) -> AcceleratorType | None:
@@ -501,9 +509,7 @@ def resolve_model(
     """
     text = _normalise_model(model)
     best: tuple[int, int, AcceleratorType] | None = None
-    for position, (entry, patterns) in enumerate(_compiled()):
-        if family is not None and entry.family != family:
-            continue
+    for position, entry, patterns in _compiled(family):
         for pattern in patterns:
             match = pattern.search(text)
             if match and (best is None or len(match.group(0)) > best[0]):

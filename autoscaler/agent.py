@@ -20,6 +20,7 @@ from accel.allocation import from_units
 from accel.ledger import NodeLedger
 from accel.node import apply_overrides, detect_node, overrides_from_env
 from accel.probe import HostProbe
+from autoscaler.release import package_version
 from autoscaler.report import NodeReport, encode
 from providers.base import NodeProvider
 
@@ -160,12 +161,3 @@ class NodeAgent:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self._idle_file.write_text(json.dumps({"since": since}))
             return since
-
-
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("accel-autoscaler")
-    except PackageNotFoundError:
-        return "dev"

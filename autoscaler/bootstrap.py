@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any
 from autoscaler.config.file_mounts import pack, raw_size
 from autoscaler.config.node_setup import NodeSetup, node_setup
 from autoscaler.ray_cluster.start_commands import head_port, rewrite_line
+from autoscaler.release import DISTRIBUTION, package_version
 from autoscaler.report_channel import REPORT_PORT, ReportTarget
 
 if TYPE_CHECKING:
     from autoscaler.config import ClusterConfig
 
-DISTRIBUTION = "accel-autoscaler"
 CONTROL_EXTRA = "control"
 VERSION_LINE = "autoscale, version {version}"
 """What ``autoscale --version`` prints."""
@@ -119,8 +119,6 @@ _INSTEAD = (
 def boot_data_problem(config: ClusterConfig) -> str | None:
     """One line when a node type's boot data would pass its cloud's cap: the total, the cap,
     what the file mounts take, and what to do instead (None when every node type fits)."""
-    from autoscaler.agent import package_version
-
     cloud = config.cloud
     mounts = config.spec.file_mounts or {}
     raw = raw_size(mounts, COMPRESSION_BOUND * cloud.boot_data_limit)
@@ -130,6 +128,7 @@ def boot_data_problem(config: ClusterConfig) -> str | None:
             f"cap of {cloud.boot_data_name}: {_INSTEAD}"
         )
     report = ReportTarget("x" * 43, f"http://255.255.255.255:{REPORT_PORT}")
+    version = package_version()
     sizes = {
         name: len(
             agent_script(
@@ -137,7 +136,7 @@ def boot_data_problem(config: ClusterConfig) -> str | None:
                 name,
                 name == config.head_node_type,
                 cloud.node_identity_script,
-                node_package(package_version(), name == config.head_node_type, None),
+                node_package(version, name == config.head_node_type, None),
                 "255.255.255.255:65535",
                 report,
             ).encode()

@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable
 from importlib import metadata
 
-DISTRIBUTION = "accel-autoscaler"
+from autoscaler.release import DISTRIBUTION
+
 PREFERRED = "control"
 """The extra to name when several would do: the one a control-plane user installs."""
 

@@ -91,8 +91,8 @@ def measure(role: str, wheel: Path, work: Path) -> dict[str, float]:
 
 def skipped_install_seconds(work: Path) -> float:
     """The install step on a node that already has this release (an image built for it)."""
-    from autoscaler.agent import package_version
     from autoscaler.bootstrap import node_package
+    from autoscaler.release import package_version
 
     lines = install_step(node_package(package_version(), head=False, reports_into=None))
     return run_install(Path(sys.executable).parent.parent, lines)

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from autoscaler.agent import INTO_TAGS, TO_THE_MONITOR, NodeAgent, PublishPolicy
 from autoscaler.report import NodeReport
-from autoscaler.report_channel import ReportServer, http_publisher
+from autoscaler.report_channel import http_publisher
+from autoscaler.report_server import ReportServer
 
 AGENT_INTERVAL_S = 5.0
 CALLS_PER_TAG_REPORT = 2

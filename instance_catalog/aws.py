@@ -22,12 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from accel.families.neuron import logical_cores
 from accel.names import resolve_model
-from instance_catalog.model import AWS, Accelerator, InstanceType
-from instance_catalog.prices import PriceTable, aws_prices
+from instance_catalog.data import load_bundled_yaml
+from instance_catalog.model import AWS, Accelerator, InstanceType, Price
+from instance_catalog.prices import aws_prices
 
 Record = dict[str, Any]
 
@@ -167,7 +166,7 @@ def _canonical(cloud_name: str, family: str | None, memory_mib: int | None) -> s
 
 
 def instance_type(
-    record: Mapping[str, Any], zones: Mapping[str, tuple[str, ...]], prices: PriceTable
+    record: Mapping[str, Any], zones: Mapping[str, tuple[str, ...]], prices: Mapping[str, Price]
 ) -> InstanceType:
     name = record["InstanceType"]
     return InstanceType(
@@ -177,7 +176,7 @@ def instance_type(
         memory_mib=int(record["MemoryInfo"]["SizeInMiB"]),
         accelerator=accelerator_of(record),
         zones=zones,
-        prices=prices.get(name, {}),
+        prices=prices,
         architectures=tuple(record.get("ProcessorInfo", {}).get("SupportedArchitectures", ())),
         network=record.get("NetworkInfo", {}).get("NetworkPerformance"),
     )
@@ -203,8 +202,7 @@ def raw_snapshot() -> dict[str, Any]:
 
 @cache
 def overrides() -> list[dict[str, Any]]:
-    text = resources.files("instance_catalog.data").joinpath(OVERRIDES_FILE).read_text()
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load_bundled_yaml(OVERRIDES_FILE)
 
 
 def apply_overrides(
@@ -249,10 +247,15 @@ def corrected_records() -> tuple[dict[str, Record], dict[str, Mapping[str, tuple
     return apply_overrides(snapshot["instance_types"], decode_zones(snapshot), overrides())
 
 
-def aws_instance_types() -> list[InstanceType]:
+def aws_type_names() -> list[str]:
+    """Every catalogued EC2 instance type's name."""
+    return list(corrected_records()[0])
+
+
+def aws_instance_type(name: str) -> InstanceType:
+    """The catalogued EC2 instance type ``name`` (``KeyError`` when there is none)."""
     records, zones = corrected_records()
-    prices = aws_prices()
-    return [instance_type(record, zones.get(name, {}), prices) for name, record in records.items()]
+    return instance_type(records[name], zones.get(name, {}), aws_prices(name))
 
 
 # Ray's per-family EC2 hooks ------------------------------------------------------------

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 
 from accel.names import lookup, tokens_for
 from accel.user_input import MATCH_LIMIT, brief
-from instance_catalog.model import CLOUDS, GCP, Accelerator, InstanceType
+from instance_catalog.built_on_demand import BuiltOnDemand
+from instance_catalog.model import AWS, CLOUDS, GCP, Accelerator, InstanceType
 from instance_catalog.resources import resources_for
 
 
@@ -75,11 +76,11 @@ class Offer:
         return resources_for(self.instance_type, attached=self.attached)
 
     def price(self, region: str | None = None, spot: bool = False) -> float | None:
-        from instance_catalog.gcp import attached_gpu_price
-
         host = self.instance_type.price(region, spot)
         if self.attached is None or host is None:
             return host
+        from instance_catalog.gcp import attached_gpu_price
+
         gpus = attached_gpu_price(
             self.attached.cloud_name, int(self.attached.count), region, spot=spot
         )
@@ -93,20 +94,27 @@ class Offer:
 
 
 class Catalog:
-    """Every catalogued type of every cloud."""
+    """Every catalogued type of every cloud; a cloud's types load when first asked for."""
 
-    def __init__(self, entries: Iterable[InstanceType]) -> None:
-        self._entries: dict[tuple[str, str], InstanceType] = {
-            (entry.cloud, entry.name): entry for entry in entries
-        }
+    def __init__(self, loaders: Mapping[str, Callable[[], Mapping[str, InstanceType]]]) -> None:
+        """``loaders``: cloud -> a function giving its types by name."""
+        self._loaders = dict(loaders)
+        self._loaded: dict[str, Mapping[str, InstanceType]] = {}
+
+    def _of(self, cloud: str) -> Mapping[str, InstanceType]:
+        """Name -> type on ``cloud`` (loaded on first use; empty for an unknown cloud)."""
+        if cloud not in self._loaded:
+            loader = self._loaders.get(cloud)
+            self._loaded[cloud] = loader() if loader else {}
+        return self._loaded[cloud]
 
     def entries(self, cloud: str | None = None) -> list[InstanceType]:
-        return [e for (c, _), e in self._entries.items() if cloud is None or c == cloud]
+        return [e for c in ((cloud,) if cloud else CLOUDS) for e in self._of(c).values()]
 
     def get(self, name: str, cloud: str | None = None) -> InstanceType:
         """The type called ``name`` (on ``cloud``, or whichever cloud has it)."""
         for candidate_cloud in (cloud,) if cloud else CLOUDS:
-            entry = self._entries.get((candidate_cloud, _normalise(candidate_cloud, name)))
+            entry = self._of(candidate_cloud).get(_normalise(candidate_cloud, name))
             if entry is not None:
                 return entry
         if cloud in (None, GCP):
@@ -115,7 +123,7 @@ class Catalog:
             custom = custom_machine_type(name)
             if custom is not None:
                 return custom
-        names = [n for (c, n) in self._entries if cloud is None or c == cloud]
+        names = [e.name for e in self.entries(cloud)]
         close = []
         if len(name) <= MATCH_LIMIT:
             close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
@@ -179,8 +187,18 @@ def _normalise(cloud: str, name: str) -> str:
 
 @cache
 def load_catalog() -> Catalog:
-    """The bundled catalog (or the user's refreshed EC2 snapshot), loaded once."""
-    from instance_catalog.aws import aws_instance_types
-    from instance_catalog.gcp import gcp_instance_types
+    """The bundled catalog (or the user's refreshed EC2 snapshot), each cloud's part loaded
+    once, when first used."""
+    return Catalog({AWS: _aws_types, GCP: _gcp_types})
 
-    return Catalog([*aws_instance_types(), *gcp_instance_types()])
+
+def _aws_types() -> Mapping[str, InstanceType]:
+    from instance_catalog.aws import aws_instance_type, aws_type_names
+
+    return BuiltOnDemand(aws_type_names(), aws_instance_type)
+
+
+def _gcp_types() -> Mapping[str, InstanceType]:
+    from instance_catalog.gcp import gcp_types_by_name
+
+    return gcp_types_by_name()

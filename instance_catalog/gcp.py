@@ -18,16 +18,25 @@ generations it lacks keep their zones from Google's pages), prices from
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 
 from accel.names import get as get_accelerator_type
 from accel.names import resolve_model
-from accel.tpu_generations import generation
-from instance_catalog.model import GCP, Accelerator, GpuAttachment, InstanceType, Price
-from instance_catalog.prices import PriceTable, gcp_prices
+from accel.tpu_generations import TpuGeneration, generation
+from instance_catalog.built_on_demand import BuiltOnDemand
+from instance_catalog.data import load_bundled_yaml
+from instance_catalog.model import (
+    GCP,
+    Accelerator,
+    GpuAttachment,
+    InstanceType,
+    Price,
+    TpuSlice,
+)
+from instance_catalog.prices import gcp_prices
 from instance_catalog.tpu import gcp_data, host_shape, tpu_slice, tpu_slice_types, tpu_zones
 
 NVIDIA = "NVIDIA"
@@ -37,10 +46,6 @@ GOOGLE = "Google"
 def _mib(gb: float) -> int:
     """GCE "GB" are GiB."""
     return round(gb * 1024)
-
-
-def _prices(kind: str) -> PriceTable:
-    return gcp_prices().get(kind, {})
 
 
 def _regions(
@@ -104,10 +109,7 @@ OVERRIDES_FILE = "gcp_overrides.yaml"
 @cache
 def gcp_overrides() -> dict:
     """The parsed ``data/gcp_overrides.yaml`` (do not mutate)."""
-    import yaml
-
-    text = resources.files("instance_catalog.data").joinpath(OVERRIDES_FILE).read_text()
-    return yaml.safe_load(text) or {}
+    return load_bundled_yaml(OVERRIDES_FILE) or {}
 
 
 @cache
@@ -188,7 +190,7 @@ def attached_gpu_price(
     if not gpu_name:
         return None
     gce_name = _gce_gpu_names().get(gpu_name.lower(), gpu_name)
-    per_region = _prices("gpu").get(gce_name, {})
+    per_region = gcp_prices("gpu", gce_name)
     candidates = list(per_region.values()) if region is None else [per_region.get(region)]
     values = [getattr(p, "spot" if spot else "on_demand") for p in candidates if p is not None]
     known = [v for v in values if v is not None]
@@ -210,26 +212,23 @@ def _with_gpus(machine: Price, gpu: Price | None, count: int) -> Price:
 
 
 # Machine types --------------------------------------------------------------------------------
-def _gpu_machine_types() -> list[InstanceType]:
-    machine_prices = _prices("machine")
-    gpu_prices = _prices("gpu")
-    types = []
-    for name, (vcpus, memory_gb, gce_gpu, count) in gcp_data()["gpu_machine_types"].items():
-        own = machine_prices.get(name, {})
-        per_gpu = gpu_prices.get(gce_gpu, {})
-        prices = {region: _with_gpus(p, per_gpu.get(region), count) for region, p in own.items()}
-        types.append(
-            InstanceType(
-                name=name,
-                cloud=GCP,
-                vcpus=vcpus,
-                memory_mib=_mib(memory_gb),
-                accelerator=gpu_accelerator(gce_gpu, count),
-                zones=_regions(prices, name),
-                prices=prices,
-            )
-        )
-    return types
+def _gpu_machine_type(
+    name: str, vcpus: int, memory_gb: float, gce_gpu: str, count: int
+) -> InstanceType:
+    per_gpu = gcp_prices("gpu", gce_gpu)
+    prices = {
+        region: _with_gpus(p, per_gpu.get(region), count)
+        for region, p in gcp_prices("machine", name).items()
+    }
+    return InstanceType(
+        name=name,
+        cloud=GCP,
+        vcpus=vcpus,
+        memory_mib=_mib(memory_gb),
+        accelerator=gpu_accelerator(gce_gpu, count),
+        zones=_regions(prices, name),
+        prices=prices,
+    )
 
 
 def _cpu_shapes() -> dict[str, tuple[int, float]]:
@@ -279,23 +278,17 @@ def _n1_attachments(vcpus: int, memory_gb: float) -> tuple[GpuAttachment, ...]:
     return tuple(attachments)
 
 
-def _cpu_machine_types() -> list[InstanceType]:
-    machine_prices = _prices("machine")
-    types = []
-    for name, (vcpus, memory_gb) in _cpu_shapes().items():
-        prices = machine_prices.get(name, {})
-        types.append(
-            InstanceType(
-                name=name,
-                cloud=GCP,
-                vcpus=vcpus,
-                memory_mib=_mib(memory_gb),
-                zones=_regions(prices, name),
-                prices=dict(prices),
-                attachable_gpus=_attachable(name, vcpus, memory_gb),
-            )
-        )
-    return types
+def _cpu_machine_type(name: str, vcpus: int, memory_gb: float) -> InstanceType:
+    prices = gcp_prices("machine", name)
+    return InstanceType(
+        name=name,
+        cloud=GCP,
+        vcpus=vcpus,
+        memory_mib=_mib(memory_gb),
+        zones=_regions(prices, name),
+        prices=dict(prices),
+        attachable_gpus=_attachable(name, vcpus, memory_gb),
+    )
 
 
 _CUSTOM = re.compile(r"^(?:(?P<family>[a-z0-9]+)-)?custom-(?P<vcpus>\d+)-(?P<memory>\d+)(-ext)?$")
@@ -320,44 +313,42 @@ def custom_machine_type(name: str) -> InstanceType | None:
 
 
 # TPU slice types ------------------------------------------------------------------------------
-def _tpu_price(pod_name: str) -> dict[str, Price]:
-    return dict(_prices("tpu").get(pod_name, {}))
+def _tpu_type(pod_name: str, shape: TpuSlice, gen: TpuGeneration, host: dict) -> InstanceType:
+    prices = dict(gcp_prices("tpu", pod_name))
+    if zones_from_api(pod_name, "tpu_accelerator_types"):
+        zones = _regions(prices, pod_name, "tpu_accelerator_types")
+    else:  # the generation's zones from Google's pages
+        zones = {**_regions(prices), **tpu_zones(gen.name)}
+    return InstanceType(
+        name=pod_name,
+        cloud=GCP,
+        vcpus=host["vcpus"],
+        memory_mib=_mib(host["memory_gb"]),
+        accelerator=Accelerator(
+            name=gen.accelerator_type,
+            manufacturer=GOOGLE,
+            count=shape.chips_per_host,
+            memory_mib=gen.hbm_gib * 1024,
+            family="tpu",
+            cores_per_device=gen.cores_per_chip,
+        ),
+        zones=dict(sorted(zones.items())),
+        prices=prices,
+        tpu=shape,
+        unavailable=not_launchable("tpu_generations").get(gen.name),
+    )
 
 
-def _tpu_types() -> list[InstanceType]:
-    types = []
+def _tpu_builders() -> dict[str, Callable[[], InstanceType]]:
+    """Published slice types whose generation and host VM are known."""
+    builders = {}
     for pod_name in tpu_slice_types():
         shape = tpu_slice(pod_name)
         gen = generation(shape.generation) if shape else None
         host = host_shape(shape.generation, shape.chips_per_host) if shape else None
-        if shape is None or gen is None or host is None:
-            continue
-        prices = _tpu_price(pod_name)
-        if zones_from_api(pod_name, "tpu_accelerator_types"):
-            zones = _regions(prices, pod_name, "tpu_accelerator_types")
-        else:  # the generation's zones from Google's pages
-            zones = {**_regions(prices), **tpu_zones(gen.name)}
-        types.append(
-            InstanceType(
-                name=pod_name,
-                cloud=GCP,
-                vcpus=host["vcpus"],
-                memory_mib=_mib(host["memory_gb"]),
-                accelerator=Accelerator(
-                    name=gen.accelerator_type,
-                    manufacturer=GOOGLE,
-                    count=shape.chips_per_host,
-                    memory_mib=gen.hbm_gib * 1024,
-                    family="tpu",
-                    cores_per_device=gen.cores_per_chip,
-                ),
-                zones=dict(sorted(zones.items())),
-                prices=prices,
-                tpu=shape,
-                unavailable=not_launchable("tpu_generations").get(gen.name),
-            )
-        )
-    return types
+        if shape is not None and gen is not None and host is not None:
+            builders[pod_name] = partial(_tpu_type, pod_name, shape, gen, host)
+    return builders
 
 
 def not_launchable(kind: str) -> dict[str, str]:
@@ -369,31 +360,47 @@ def not_launchable(kind: str) -> dict[str, str]:
 
 
 @cache
-def _all_types() -> tuple[InstanceType, ...]:
-    return (*_gpu_machine_types(), *_cpu_machine_types(), *_tpu_types())
+def _all_types() -> BuiltOnDemand:
+    """Every catalogued type by name (GPU machine types, CPU ones, TPU slices), each built
+    when first looked up."""
+    builders: dict[str, Callable[[], InstanceType]] = {
+        **{
+            name: partial(_gpu_machine_type, name, *facts)
+            for name, facts in gcp_data()["gpu_machine_types"].items()
+        },
+        **{name: partial(_cpu_machine_type, name, *shape) for name, shape in _cpu_shapes().items()},
+        **_tpu_builders(),
+    }
+    return BuiltOnDemand(builders, lambda name: builders[name]())
+
+
+def gcp_types_by_name() -> Mapping[str, InstanceType]:
+    """Every catalogued GCE machine type and Cloud TPU slice type, by name."""
+    return _all_types()
 
 
 def gcp_instance_types() -> list[InstanceType]:
     """Every catalogued GCE machine type and Cloud TPU slice type."""
-    return list(_all_types())
+    return list(_all_types().values())
 
 
 @cache
 def known_regions() -> frozenset[str]:
     """Every region the catalog knows (from prices and zone lists)."""
-    return frozenset(region for entry in _all_types() for region in entry.zones)
+    return frozenset(region for entry in _all_types().values() for region in entry.zones)
 
 
 def accelerator_zones(gce_name: str) -> dict[str, tuple[str, ...]]:
     """Region -> zones offering the GCE accelerator type: those of the machine types it is
     built into, or (attachable N1 GPUs) the regions with its price (zones unknown)."""
     zones: dict[str, set[str]] = {}
-    for entry in _all_types():
-        if entry.accelerator is not None and entry.accelerator.cloud_name == gce_name:
-            for region, names in entry.zones.items():
+    types = _all_types()
+    for name, (_, _, built_in, _) in gcp_data()["gpu_machine_types"].items():
+        if built_in == gce_name:  # only these types carry a GCE accelerator
+            for region, names in types[name].zones.items():
                 zones.setdefault(region, set()).update(names)
     for region, names in _regions(
-        _prices("gpu").get(gce_name, {}), gce_name, "accelerator_types"
+        gcp_prices("gpu", gce_name), gce_name, "accelerator_types"
     ).items():
         zones.setdefault(region, set()).update(names)
     return {region: tuple(sorted(names)) for region, names in sorted(zones.items())}
@@ -417,7 +424,7 @@ def compute_zone_tables() -> tuple[dict[str, dict[str, dict]], dict[str, dict[st
             for zone in names or [f"{region}-{letter}" for letter in EMULATED_ZONE_LETTERS]
         ]
 
-    for entry in _all_types():
+    for entry in _all_types().values():
         if entry.tpu is not None:
             continue
         facts: dict = {"guestCpus": entry.vcpus, "memoryMb": entry.memory_mib}

@@ -26,9 +26,6 @@ from instance_catalog.model import InstanceType, Price
 
 logger = logging.getLogger(__name__)
 
-PriceTable = dict[str, dict[str, Price]]
-"""Name -> region -> price."""
-
 STALE_AFTER_DAYS = 90
 """A price older than this (or of unknown date) is shown with a warning."""
 
@@ -52,30 +49,40 @@ AWS_PRICES_FILE = "aws_prices.json"
 spot]}}}}``, spot null where unknown."""
 
 
-def _rows(filename: str) -> list[dict[str, str]]:
+@cache
+def _grouped_rows(filename: str, *key: str) -> dict[tuple[str, ...], list[dict[str, str]]]:
+    """A bundled price file's rows by their ``key`` fields (made into prices when asked for:
+    a config names a few of the catalog's types)."""
+    rows: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
     with resources.files("instance_catalog.data").joinpath(filename).open(newline="") as f:
-        return list(csv.DictReader(f))
+        for row in csv.DictReader(f):
+            rows[tuple(row[field] for field in key)].append(row)
+    return rows
 
 
 def _number(text: str) -> float | None:
     return float(text) if text.strip() else None
 
 
-@cache
-def aws_prices() -> PriceTable:
-    """EC2 Linux prices by instance type and region, refreshed ones over the bundled ones."""
-    table: PriceTable = defaultdict(dict)
-    for row in _rows("prices_aws.csv"):
-        table[row["instance_type"]][row["region"]] = _price(
-            "aws", "instance", row["instance_type"], row
-        )
-    refreshed = refreshed_aws_prices()
-    for region, block in refreshed.get("regions", {}).items():
-        for name, (on_demand, spot) in block["prices"].items():
-            table[name][region] = Price(
+def aws_prices(instance_type: str) -> dict[str, Price]:
+    """Region -> EC2 Linux price of ``instance_type``, refreshed ones over the bundled ones."""
+    prices = {
+        row["region"]: _price("aws", "instance", instance_type, row)
+        for row in _grouped_rows("prices_aws.csv", "instance_type").get((instance_type,), ())
+    }
+    for region, block in _refreshed_aws_blocks():
+        if instance_type in block["prices"]:
+            on_demand, spot = block["prices"][instance_type]
+            prices[region] = Price(
                 on_demand, spot, block["date"], REFRESHED, block["date"], REFRESHED
             )
-    return dict(table)
+    return prices
+
+
+@cache
+def _refreshed_aws_blocks() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """(region, its refreshed block), read once."""
+    return tuple(refreshed_aws_prices().get("regions", {}).items())
 
 
 REFRESHED = "refreshed"
@@ -99,13 +106,13 @@ def refreshed_aws_prices() -> dict[str, Any]:
 
 
 @cache
-def gcp_prices() -> dict[str, PriceTable]:
-    """GCP prices by kind (``machine``, ``gpu`` per GPU, ``tpu`` per slice), name, region."""
-    tables: dict[str, PriceTable] = defaultdict(lambda: defaultdict(dict))
-    for row in _rows("prices_gcp.csv"):
-        price = _price("gcp", row["kind"], row["name"], row)
-        tables[row["kind"]][row["name"]][row["region"]] = price
-    return {kind: dict(table) for kind, table in tables.items()}
+def gcp_prices(kind: str, name: str) -> dict[str, Price]:
+    """Region -> price of GCP item ``name`` of ``kind`` (``machine``, ``gpu`` per GPU,
+    ``tpu`` per slice), made when first asked for (do not mutate)."""
+    return {
+        row["region"]: _price("gcp", kind, name, row)
+        for row in _grouped_rows("prices_gcp.csv", "kind", "name").get((kind, name), ())
+    }
 
 
 def _price(cloud: str, kind: str, name: str, row: dict[str, str]) -> Price:

@@ -8,22 +8,17 @@ from __future__ import annotations
 
 import math
 from functools import cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
 from accel.tpu_generations import GENERATIONS, generation, parse_pod_type
+from instance_catalog.data import load_bundled_yaml
 from instance_catalog.model import TpuSlice
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @cache
 def gcp_data() -> dict[str, Any]:
     """The parsed ``data/gcp.yaml`` (shared with ``instance_catalog.gcp``; do not mutate)."""
-    text = resources.files("instance_catalog.data").joinpath("gcp.yaml").read_text()
-    return yaml.load(text, Loader=_Loader)
+    return load_bundled_yaml("gcp.yaml")
 
 
 def _dims(topology: str) -> tuple[int, ...]:

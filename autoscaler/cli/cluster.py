@@ -298,7 +298,8 @@ def _attach(cluster: Cluster) -> None:
 def _report_endpoint(cluster, port: int, address: str | None, secret_file: str | None):
     """The report endpoint (started) and where launched nodes reach it."""
     from autoscaler.cluster import state_path
-    from autoscaler.report_channel import ReportServer, ReportTarget, bind_host, cluster_secret
+    from autoscaler.report_channel import ReportTarget, bind_host, cluster_secret
+    from autoscaler.report_server import ReportServer
 
     try:
         secret = Path(secret_file).read_text().strip() if secret_file else None

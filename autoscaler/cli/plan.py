@@ -47,6 +47,7 @@ def plan(
     """Plan the cheapest launches for DEMAND on CLUSTER_YAML's node types."""
     import time
 
+    _import_numpy_without_blas_threads()
     from autoscaler.planner.aliases import canonical_demand
     from autoscaler.planner.model import PlanRequest
     from autoscaler.planner.planner import plan as make_plan
@@ -86,6 +87,27 @@ def plan(
         _print_explain(result, config)
     elif config.warnings:
         click.echo(f"{len(config.warnings)} config warning(s): see --explain", err=True)
+
+
+BLAS_THREADS_VAR = "OPENBLAS_NUM_THREADS"
+
+
+def _import_numpy_without_blas_threads() -> None:
+    """Import numpy with its BLAS on one thread, unless numpy is loaded or the user chose.
+
+    numpy's OpenBLAS starts (and spins) a thread per core as it loads, tens of milliseconds
+    of a short command on a busy machine; the planner does no BLAS work. The variable is
+    read once, at load, and removed again, so nothing this process starts inherits it."""
+    import os
+    import sys
+
+    if "numpy" in sys.modules or BLAS_THREADS_VAR in os.environ:
+        return
+    os.environ[BLAS_THREADS_VAR] = "1"
+    try:
+        import numpy  # noqa: F401
+    finally:
+        del os.environ[BLAS_THREADS_VAR]
 
 
 def _load(

@@ -19,21 +19,21 @@ class YamlInputError(ValueError):
 
 def load_yaml(text: str) -> object:
     """The document in ``text``, or :class:`YamlInputError`."""
+    loader = yaml.SafeLoader(text)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        size = _expanded_size(node, {})
+        if size > MAX_EXPANDED_NODES:
+            raise YamlInputError(
+                f"refused: its aliases expand to more than {MAX_EXPANDED_NODES:,} values"
+            )
+        return loader.construct_document(node)
     except yaml.YAMLError as err:
         raise YamlInputError(_describe(err)) from None
-    if node is None:
-        return None
-    size = _expanded_size(node, {})
-    if size > MAX_EXPANDED_NODES:
-        raise YamlInputError(
-            f"refused: its aliases expand to more than {MAX_EXPANDED_NODES:,} values"
-        )
-    try:
-        return yaml.SafeLoader(text).get_single_data()
-    except yaml.YAMLError as err:
-        raise YamlInputError(_describe(err)) from None
+    finally:
+        loader.dispose()
 
 
 def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:

@@ -19,8 +19,10 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from accel.node import NodeInventory, ray_start_args
+if TYPE_CHECKING:  # detection is the node's; writing a boot script needs none of it
+    from accel.node import NodeInventory
 
 DETECTED_FLAGS = ("num-cpus", "num-gpus", "memory", "resources")
 """Flags a ``ray start`` gets from detection unless its line sets them."""
@@ -97,6 +99,8 @@ def boot_flags(
 ) -> list[str]:
     """The detected ``ray start`` flags, less ``omit``, with ``resources`` over the detected
     custom resources; each word survives the shell's word splitting and globbing."""
+    from accel.node import ray_start_args
+
     flags = []
     for flag in ray_start_args(inventory):
         name, _, value = flag[2:].partition("=")

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from autoscaler.agent import package_version
 from autoscaler.boot_failures import CAUSES
 from autoscaler.bootstrap import agent_script, node_package
 from autoscaler.lifecycle import (
@@ -30,6 +29,7 @@ from autoscaler.reconcile.actions import Delete
 from autoscaler.reconcile.context import Context
 from autoscaler.reconcile.events import EventLog
 from autoscaler.reconcile.holds import BootHolds
+from autoscaler.release import package_version
 from autoscaler.state import FAILED_INTENT, LAUNCHED_INTENT, PENDING_INTENT, Intent
 from providers.base import (
     NODE_KIND_HEAD,

@@ -120,3 +120,24 @@ def test_explain_names_the_token_to_request_for_an_alias_no_node_advertises():
     assert "Nothing to launch." in result.output  # Ray would never place it on an A100-80G
     assert "accelerator_type:a100-80gb is an alias of accelerator_type:A100-80G" in result.output
     assert "request accelerator_type:A100-80G" in result.output
+
+
+@pytest.mark.parametrize("config", ["aws-ray.yaml", "gcp-tpu.yaml"])
+def test_offline_plan_needs_no_cloud_sdk(config):
+    """`autoscale plan` works where no cloud SDK can be imported (and so imports none)."""
+    blocked = ("boto3", "botocore", "google", "google.cloud", "googleapiclient")
+    code = (
+        "import sys\n"
+        f"sys.modules.update(dict.fromkeys({blocked!r}))\n"
+        "sys.argv = ['autoscale', 'plan', sys.argv[1], '--bundles', '[{\"CPU\": 1}]', '--json']\n"
+        "from autoscaler.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["infeasible"] == []

@@ -15,7 +15,7 @@ import pytest
 
 from autoscaler.cluster import open_cluster, state_path
 from autoscaler.config import load_cluster_config
-from autoscaler.report_channel import ReportServer
+from autoscaler.report_server import ReportServer
 from autoscaler.state import LAUNCHED_INTENT, StateStore
 from providers.base import TAG_NODE_TYPE
 from providers.local.gcp.tpu import TpuCloud, TpuEmulator

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autoscaler.agent import package_version
 from autoscaler.bootstrap import install_step, node_package
 from autoscaler.extras import extra_for
+from autoscaler.release import package_version
 
 ROOT = Path(__file__).resolve().parents[2]
 

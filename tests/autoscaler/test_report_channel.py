@@ -13,7 +13,8 @@ import pytest
 
 from autoscaler.agent import INTO_TAGS, TO_THE_MONITOR, NodeAgent
 from autoscaler.report import NodeReport
-from autoscaler.report_channel import REPORT_PATH, ReportServer, http_publisher, sign
+from autoscaler.report_channel import REPORT_PATH, http_publisher, sign
+from autoscaler.report_server import ReportServer
 from autoscaler.state import StateStore
 from tests.fakes.clock import Clock
 

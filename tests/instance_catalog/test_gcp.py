@@ -239,9 +239,8 @@ def test_common_types_have_prices(types, name, region):
 def test_built_in_gpus_are_priced_with_the_vm(types):
     from instance_catalog.prices import gcp_prices
 
-    prices = gcp_prices()
-    vm = prices["machine"]["a2-highgpu-8g"]["us-central1"].on_demand
-    gpu = prices["gpu"]["nvidia-tesla-a100"]["us-central1"].on_demand
+    vm = gcp_prices("machine", "a2-highgpu-8g")["us-central1"].on_demand
+    gpu = gcp_prices("gpu", "nvidia-tesla-a100")["us-central1"].on_demand
 
     assert types["a2-highgpu-8g"].price("us-central1") == pytest.approx(vm + 8 * gpu)
 

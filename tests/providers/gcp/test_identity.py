@@ -7,7 +7,8 @@ import json
 import time
 
 from autoscaler.report import NodeReport
-from autoscaler.report_channel import ReportServer, sign
+from autoscaler.report_channel import sign
+from autoscaler.report_server import ReportServer
 from autoscaler.state import StateStore
 from providers import cloud_for
 
