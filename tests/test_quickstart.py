@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from providers.local.processes import processes_with
+from providers.processes import processes_with
 
 ROOT = Path(__file__).resolve().parent.parent
 

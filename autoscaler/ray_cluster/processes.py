@@ -14,6 +14,8 @@ from pathlib import Path
 
 import psutil
 
+from providers.processes import end_processes, session_members
+
 STOP_TIMEOUT_S = 8.0
 PORT_FLAGS = (
     "--node-manager-port",
@@ -63,22 +65,15 @@ class RayProcesses:
         self._running.setdefault(node_id, []).append(process)
 
     def stop(self, *node_ids: str) -> None:
-        """End the given nodes' processes and everything they started, all at once."""
-        tree: list[psutil.Process] = []
+        """End the given nodes' processes and everything they started, all at once (what
+        each started is in its session, even once reparented)."""
+        ended: list[psutil.Process] = []
         for node_id in node_ids:
             for process in self._running.pop(node_id, []):
-                try:
-                    parent = psutil.Process(process.pid)
-                    tree += [parent, *parent.children(recursive=True)]
-                except psutil.NoSuchProcess:
-                    pass
-        for process in tree:
-            with suppress(psutil.NoSuchProcess):
-                process.terminate()
-        _, alive = psutil.wait_procs(tree, timeout=STOP_TIMEOUT_S)
-        for process in alive:
-            with suppress(psutil.NoSuchProcess):
-                process.kill()
+                with suppress(psutil.NoSuchProcess):
+                    ended.append(psutil.Process(process.pid))
+                ended += session_members(process.pid)
+        end_processes(ended, STOP_TIMEOUT_S)
 
     def stop_all(self) -> None:
         self.stop(*self._running)

@@ -45,10 +45,10 @@ from providers.base import CLOUD_RUNNING, TAG_NODE_TYPE, NodeProvider, ProviderN
 from providers.local.boot_data import boot_data
 from providers.local.consoles import console_file
 from providers.local.hosts import SimulatedHost, build
-from providers.local.processes import processes_with
 from providers.local.sandbox import host_environment, make_root, rewrite_paths, write_standins
 from providers.local.servers import CONSOLES
 from providers.local_state import cluster_state_dir
+from providers.processes import end_processes, processes_with, session_members
 
 logger = logging.getLogger(__name__)
 
@@ -241,21 +241,13 @@ def end_host_processes(*marks: str) -> None:
     """End every process whose ``AUTOSCALE_SIM_HOST`` starts with one of ``marks``; again
     while new ones appear (a process being started as the first ones end, such as the agents
     a starting raylet spawns), up to :data:`STOP_ROUNDS` times."""
-    import psutil
-
     for _ in range(STOP_ROUNDS):
         found = processes_with(HOST_MARK, lambda mark: mark.startswith(marks))
-        found += [p for p in _in_boot_sessions(marks) if p not in found]
+        found += _in_boot_sessions(marks)
         if not found:
             return
         logger.info("ending %d process(es) of %s", len(found), ", ".join(marks))
-        for process in found:
-            with contextlib.suppress(psutil.Error):
-                process.terminate()
-        _, alive = psutil.wait_procs(found, timeout=STOP_TIMEOUT_S)
-        for process in alive:
-            with contextlib.suppress(psutil.Error):
-                process.kill()
+        end_processes(found, STOP_TIMEOUT_S)
     logger.warning("processes of %s still appearing after %d rounds", marks, STOP_ROUNDS)
 
 
@@ -267,18 +259,13 @@ def _in_boot_sessions(marks: tuple[str, ...]) -> list[Any]:
     recorded boot script itself."""
     import psutil
 
-    sessions = set()
+    found = []
     for mark in marks:
         for record in [*Path(mark).glob("host-*/session"), *Path(mark).glob("*/host-*/session")]:
             with contextlib.suppress(OSError, ValueError):
                 pid, started = record.read_text().split()
                 if _still_ours(psutil, int(pid), float(started)):
-                    sessions.add(int(pid))
-    found = []
-    for process in psutil.process_iter(["pid"]):
-        with contextlib.suppress(OSError):
-            if process.pid != os.getpid() and os.getsid(process.pid) in sessions:
-                found.append(process)
+                    found += session_members(int(pid))
     return found
 
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from autoscaler.cli import cli
 from autoscaler.config import load_cluster_config, parse_cluster_config
-from providers.local.processes import processes_with
+from providers.processes import processes_with
 
 RAY = Path(__file__).resolve().parent / "fixtures" / "ray"
 EXAMPLES = sorted(p.name for p in RAY.glob("*.yaml"))

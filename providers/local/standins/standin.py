@@ -235,7 +235,7 @@ def _stop_own_ray() -> int:
     """End this host's Ray: the processes that carry its mark and run in its Ray folder."""
     import psutil
 
-    from providers.local.processes import processes_with
+    from providers.processes import processes_with
 
     marker, folder = env("HOST"), env("RAY_TEMP")
     for process in processes_with("AUTOSCALE_SIM_HOST", marker.__eq__):

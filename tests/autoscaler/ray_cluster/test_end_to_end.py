@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from providers.local.processes import processes_with
+from providers.processes import processes_with
 
 pytest.importorskip("ray")
 
