@@ -71,6 +71,10 @@ EXACT_UNITS = 20
 """Exact pricing (:mod:`~autoscaler.planner.knapsack`) when the cheapest fractional plan has
 at most this many new units: there rounding and missed patterns weigh most, and the
 Lagrangian bounds it yields are what make small plans' bounds tight."""
+ROUNDING_HELD_BACK = (0, 1)
+"""Integer plans rounded from the LP, the better kept: one keeps every unit the LP takes
+whole, one holds back a unit of each pattern (where the LP's whole units leave an expensive
+fraction, e.g. of a multi-host slice, the residual MIP may then choose a cheaper mix)."""
 DIVE_STEPS = 80
 """Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
@@ -152,7 +156,7 @@ def generate(
 
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
     args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget)
-    plans = [_round(*args)]
+    plans = [_round(*args, held_back) for held_back in ROUNDING_HELD_BACK]
     if start and budget.exhausted:  # the plan it started from may still be the better one
         plans.append(start)
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
@@ -179,16 +183,19 @@ def generate(
     return Result(kinds, chosen, unplaced, notes, dual_bounds)
 
 
-def _round(master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget):
-    """Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
-    pattern) is planned again with patterns generated for it, then solved as a MIP (unless
-    the budget is spent: the rest is then left to the greedy packing)."""
+def _round(
+    master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget, held_back
+):
+    """Integer plan: what the LP takes whole stays, but for ``held_back`` units of each
+    pattern; the rest (a few units per basic pattern) is planned again with patterns
+    generated for it, then solved as a MIP (unless the budget is spent: the rest is then left
+    to the greedy packing)."""
     by_index = {item.index: item for item in items}
     lp_cost, _ = master.lp_cost_and_units()
     taken: dict[Pattern, int] = {}
     for pattern, value in zip(master.patterns, master.lp_values(), strict=True):
-        if math.floor(value + 1e-9) > 0:
-            taken[pattern] = math.floor(value + 1e-9)
+        if math.floor(value + 1e-9) > held_back:
+            taken[pattern] = math.floor(value + 1e-9) - held_back
     covered = covered_copies(taken)
     rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
     if not rest:
