@@ -71,10 +71,14 @@ EXACT_UNITS = 20
 """Exact pricing (:mod:`~autoscaler.planner.knapsack`) when the cheapest fractional plan has
 at most this many new units: there rounding and missed patterns weigh most, and the
 Lagrangian bounds it yields are what make small plans' bounds tight."""
-ROUNDING_HELD_BACK = (0, 1)
-"""Integer plans rounded from the LP, the better kept: one keeps every unit the LP takes
-whole, one holds back a unit of each pattern (where the LP's whole units leave an expensive
-fraction, e.g. of a multi-host slice, the residual MIP may then choose a cheaper mix)."""
+ROUND_AGAIN_ABOVE = 0.02
+"""Where the best integer plan costs more than this fraction above the cheapest fractional
+plan, it is rounded again holding back a unit of each pattern the LP takes whole (where those
+units leave an expensive fraction, e.g. of a multi-host slice, the residual MIP may then
+choose a cheaper mix); the better plan is kept. If it is still that far, once more with the
+residual MIP over every pattern whose reduced cost is within :data:`NEAR_REDUCED_COST` of
+the average unit cost (more mixes, fewer branch-and-bound nodes each)."""
+NEAR_REDUCED_COST = 0.1
 DIVE_STEPS = 80
 """Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
@@ -156,15 +160,18 @@ def generate(
 
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
     args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget)
-    plans = [_round(*args, held_back) for held_back in ROUNDING_HELD_BACK]
+    plans = [_round(*args, held_back=0)]
     if start and budget.exhausted:  # the plan it started from may still be the better one
         plans.append(start)
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
         plans.append(_dive(*args))
-    plans = [
-        dict(improve(list(p.items()), kinds, by_index, demand, global_room, master.surcharge))
-        for p in plans
-    ]
+    plans = [_improved(p, kinds, by_index, demand, global_room, master.surcharge) for p in plans]
+    for near in (None, NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)):
+        best = min(sum(kinds[p.kind].cost * u for p, u in plan.items()) for plan in plans)
+        if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost or budget.exhausted:
+            break
+        again = _round(*args, held_back=1, near=near)
+        plans.append(_improved(again, kinds, by_index, demand, global_room, master.surcharge))
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
@@ -184,7 +191,18 @@ def generate(
 
 
 def _round(
-    master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget, held_back
+    master,
+    items,
+    demand,
+    kinds,
+    limits,
+    global_room,
+    penalty,
+    notes,
+    pool,
+    budget,
+    held_back,
+    near=None,
 ):
     """Integer plan: what the LP takes whole stays, but for ``held_back`` units of each
     pattern; the rest (a few units per basic pattern) is planned again with patterns
@@ -214,13 +232,21 @@ def _round(
     ]
     column_generation(residual, kinds, rest, MAX_ROUNDS, budget)
     pool.update(dict.fromkeys(residual.patterns))
-    support = residual.on_support(seeded)  # the MIP: the LP's support and single-item units
+    if near is None:  # the MIP: the LP's support and single-item units
+        support = residual.on_support(seeded)
+    else:  # ... or every pattern within ``near`` of entering the LP
+        support = residual.near_support(near, seeded)
+        support.solve_lp()
     for pattern, units in zip(
         support.patterns, support.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
     ):
         if units > 0:
             taken[pattern] = taken.get(pattern, 0) + units
     return taken
+
+
+def _improved(plan, kinds, by_index, demand, global_room, surcharge) -> dict[Pattern, int]:
+    return dict(improve(list(plan.items()), kinds, by_index, demand, global_room, surcharge))
 
 
 def _greedy_rest(
