@@ -187,6 +187,30 @@ def test_bound_never_exceeds_the_true_optimum_on_small_problems(seed):
     assert result.node_lower_bound <= result.node_count
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_bound_stays_valid_where_items_take_most_of_a_host(seed):
+    """Items above a half or a third of a host's room (NeuronCores, CPU, memory): the
+    bound's per-host weights never raise it above the true optimum."""
+    rng = random.Random(seed)
+    inf24 = NodeType("inf24", {"CPU": 16, "memory": 64 * GIB, "neuron_cores": 24}, 1.0)
+    inf2 = NodeType("inf2", {"CPU": 4, "memory": 16 * GIB, "neuron_cores": 2}, 0.2)
+    types = [inf24, inf2, CPU8]
+    shapes = [
+        {"neuron_cores": 16, "CPU": 1},
+        {"neuron_cores": 10, "CPU": 2},
+        {"neuron_cores": 8},
+        {"neuron_cores": 2, "CPU": 1},
+        {"CPU": 5},
+        {"CPU": 3, "memory": 20 * GIB},
+    ]
+    bundles = [(shape, rng.randint(1, 2)) for shape in rng.sample(shapes, 3)]
+    result = run(types, bundles)
+    optimum = brute_force_cost(types, bundles)
+    assert result.infeasible == ()
+    assert result.lower_bound_per_hour <= optimum + 1e-6
+    assert result.cost_per_hour >= optimum - 1e-6
+
+
 # TPU slices mixed with single hosts ---------------------------------------------------------
 def test_slices_and_single_hosts_are_mixed():
     single = {"TPU": 4, "accelerator_type:TPU-V4": 0.001}
@@ -325,7 +349,7 @@ def test_exact_pricing_bounds_every_packing():
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("kind", ["flexible", "forced"])
+@pytest.mark.parametrize("kind", ["flexible", "forced", "gangs", "gcp"])
 def test_small_generated_problems_are_within_three_percent_and_deterministic(kind, seed):
     request = generated(200, kind, seed)
     result = plan(request)
