@@ -79,6 +79,9 @@ choose a cheaper mix); the better plan is kept. If it is still that far, once mo
 residual MIP over every pattern whose reduced cost is within :data:`NEAR_REDUCED_COST` of
 the average unit cost (more mixes, fewer branch-and-bound nodes each)."""
 NEAR_REDUCED_COST = 0.1
+ROUND_AGAIN_UNITS = 100
+"""...for plans of at most this many new units in the LP (beyond that, a unit's rounding is a
+small share of the cost, and the residual MIPs grow dear)."""
 DIVE_STEPS = 80
 """Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
@@ -168,7 +171,8 @@ def generate(
     plans = [_improved(p, kinds, by_index, demand, global_room, master.surcharge) for p in plans]
     for near in (None, NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)):
         best = min(sum(kinds[p.kind].cost * u for p, u in plan.items()) for plan in plans)
-        if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost or budget.exhausted:
+        close = best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost
+        if close or lp_units > ROUND_AGAIN_UNITS or budget.exhausted:
             break
         again = _round(*args, held_back=1, near=near)
         plans.append(_improved(again, kinds, by_index, demand, global_room, master.surcharge))
