@@ -169,12 +169,13 @@ def generate(
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
         plans.append(_dive(*args))
     plans = [_improved(p, kinds, by_index, demand, global_room, master.surcharge) for p in plans]
-    for near in (None, NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)):
+    near = NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)
+    for held_back, within in ((1, None), (0, near), (1, near)):
         best = min(sum(kinds[p.kind].cost * u for p, u in plan.items()) for plan in plans)
         close = best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost
         if close or lp_units > ROUND_AGAIN_UNITS or budget.exhausted:
             break
-        again = _round(*args, held_back=1, near=near)
+        again = _round(*args, held_back=held_back, near=within)
         plans.append(_improved(again, kinds, by_index, demand, global_room, master.surcharge))
     for plan in plans:
         pool.update(dict.fromkeys(plan))
