@@ -5,7 +5,8 @@ fractional mix; fewer nodes: a second phase prices each new unit at :data:`NODE_
 the average unit cost, so patterns of bigger units are generated too. Integer plan: the units
 the LP takes whole are kept (each new unit priced at :data:`NODE_TOLERANCE`, so bigger units
 win ties); the remainder (a few units per basic pattern) gets its own column generation,
-seeded with small single-item units, and a MIP over that LP's support. Small plans
+seeded with small single-item units, and a MIP over that LP's support; a plan still far
+from its bound is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`). Small plans
 (:data:`EXACT_UNITS`): every kind is also priced exactly, which gives Lagrangian cost bounds,
 and a dive makes a second integer plan; the better one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
@@ -24,7 +25,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from autoscaler.planner.bound import DualBound
+from autoscaler.planner.aggregate import merged_by_shape
+from autoscaler.planner.bound import DualBound, lower_bounds
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import (
     MAX_ROUNDS,
@@ -72,12 +74,13 @@ EXACT_UNITS = 20
 at most this many new units: there rounding and missed patterns weigh most, and the
 Lagrangian bounds it yields are what make small plans' bounds tight."""
 ROUND_AGAIN_ABOVE = 0.02
-"""Where the best integer plan costs more than this fraction above the cheapest fractional
-plan, it is rounded again holding back a unit of each pattern the LP takes whole (where those
-units leave an expensive fraction, e.g. of a multi-host slice, the residual MIP may then
-choose a cheaper mix); the better plan is kept. If it is still that far, once more with the
-residual MIP over every pattern whose reduced cost is within :data:`NEAR_REDUCED_COST` of
-the average unit cost (more mixes, fewer branch-and-bound nodes each)."""
+"""Where the best integer plan costs more than this fraction above both the cheapest
+fractional plan and the bound LP (:func:`~autoscaler.planner.bound.lower_bounds`, which knows
+whole units, e.g. of multi-host slices), it is rounded again, up to three ways, until one is
+that close: holding back a unit of each pattern the LP takes whole (where those units leave
+an expensive fraction, the residual MIP may choose a cheaper mix); keeping them but giving the
+residual MIP every pattern whose reduced cost is within :data:`NEAR_REDUCED_COST` of the
+average unit cost; both. The cheapest plan is kept."""
 NEAR_REDUCED_COST = 0.1
 ROUND_AGAIN_UNITS = 100
 """...for plans of at most this many new units in the LP (beyond that, a unit's rounding is a
@@ -170,10 +173,14 @@ def generate(
         plans.append(_dive(*args))
     plans = [_improved(p, kinds, by_index, demand, global_room, master.surcharge) for p in plans]
     near = NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)
+    floor = None
     for held_back, within in ((1, None), (0, near), (1, near)):
         best = min(sum(kinds[p.kind].cost * u for p, u in plan.items()) for plan in plans)
-        close = best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost
-        if close or lp_units > ROUND_AGAIN_UNITS or budget.exhausted:
+        if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost or lp_units > ROUND_AGAIN_UNITS:
+            break
+        if floor is None:  # whole units may make any plan dearer than the LP's
+            floor = lower_bounds(*merged_by_shape(items, demand, kinds), global_room).cost
+        if best <= (1 + ROUND_AGAIN_ABOVE) * floor or budget.exhausted:
             break
         again = _round(*args, held_back=held_back, near=within)
         plans.append(_improved(again, kinds, by_index, demand, global_room, master.surcharge))
