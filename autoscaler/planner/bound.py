@@ -2,8 +2,9 @@
 
 Every plan that places the demand satisfies, for each kind (launchable type or group of free
 capacity): its units' aggregated capacity holds what is placed on it, one unit holds at most
-as many copies of an item as fit on it alone, a device takes at most one share above half a
-device (two of exactly half), a launched unit holds something, and (accelerator
+as many copies of an item as fit on it alone, per host and resource the items' weights under
+a dual-feasible function (:func:`_dff`) sum to at most 1, a device takes at most one share
+above half a device (two of exactly half), a launched unit holds something, and (accelerator
 conservation) a launched accelerator unit holds accelerator work; and, since units are
 whole, the kinds an item may use number at least as many units as that item and every item
 confined to them need, rounded up (per resource, per device and per copy). The LP over those
@@ -39,6 +40,8 @@ MIP_BOUND_UNITS = 300
 unit per kind is a small share of the cost, the Lagrangian bound covers what packing adds,
 and the MIP's root costs more than it gains)."""
 MIP_BOUND_NODES = 1
+DFF_ORDERS = (1, 2)
+"""Per kind and resource, a row per order of the dual-feasible function (:func:`_dff`)."""
 BOUND_ONLY_OFF = (
     "mip_heuristic_run_feasibility_jump",
     "mip_heuristic_run_rins",
@@ -138,6 +141,19 @@ def lower_bounds(
             cols = [y_of[item.index] for item, _ in users] + [x]
             vals = [need / capacity[name] for _, need in users] + [-1.0]
             rows.append((cols, vals, -inf, 0.0))
+        for name in sorted({n for item, _ in eligible for n in item.needs}):
+            host_room = max((max(h.free.get(name, 0), 0) for h in kind.hosts), default=0)
+            holding = sum(1 for h in kind.hosts if h.free.get(name, 0) > 0)
+            for order in DFF_ORDERS:
+                weights = [
+                    (item, _dff(item.needs[name], host_room, order))
+                    for item, _ in eligible
+                    if item.needs.get(name, 0) > 0
+                ]
+                if any(w * host_room > item.needs[name] for item, w in weights):
+                    cols = [y_of[item.index] for item, _ in weights] + [x]
+                    vals = [w for _, w in weights] + [-float(holding)]
+                    rows.append((cols, vals, -inf, 0.0))
         for name, (devices, size) in _devices(kind).items():
             weights = [(item, _device_weight(item, name, size)) for item, _ in eligible]
             weights = [(item, w) for item, w in weights if w > 0]
@@ -318,6 +334,18 @@ def _devices(kind: Kind) -> dict[str, tuple[int, int]]:
                 return {}
             found[name] = (count + len(shares), size)
     return found
+
+
+def _dff(need: int, room: int, order: int) -> float:
+    """Fekete and Schepers' dual-feasible function u^(order) of ``need / room``: weights of
+    items that fit one host together sum to at most 1 (and 1 for anything above ``room``),
+    so per host they bound the copies a resource holds more tightly than its share (an item
+    above half a host's room weighs 1: two of them never share a host)."""
+    if need > room:
+        return 1.0
+    if (order + 1) * need % room == 0:
+        return need / room
+    return ((order + 1) * need // room) / order
 
 
 def _device_weight(item: Item, resource: str, size: int) -> float:

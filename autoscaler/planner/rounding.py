@@ -5,7 +5,8 @@ fractional mix; fewer nodes: a second phase prices each new unit at :data:`NODE_
 the average unit cost, so patterns of bigger units are generated too. Integer plan: the units
 the LP takes whole are kept (each new unit priced at :data:`NODE_TOLERANCE`, so bigger units
 win ties); the remainder (a few units per basic pattern) gets its own column generation,
-seeded with small single-item units, and a MIP over that LP's support. Small plans
+seeded with small single-item units, and a MIP over that LP's support; a plan still far
+from its bound is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`). Small plans
 (:data:`EXACT_UNITS`): every kind is also priced exactly, which gives Lagrangian cost bounds,
 and a dive makes a second integer plan; the better one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
@@ -24,7 +25,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from autoscaler.planner.bound import DualBound
+from autoscaler.planner.aggregate import merged_by_shape
+from autoscaler.planner.bound import DualBound, lower_bounds
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import (
     MAX_ROUNDS,
@@ -71,6 +73,18 @@ EXACT_UNITS = 20
 """Exact pricing (:mod:`~autoscaler.planner.knapsack`) when the cheapest fractional plan has
 at most this many new units: there rounding and missed patterns weigh most, and the
 Lagrangian bounds it yields are what make small plans' bounds tight."""
+ROUND_AGAIN_ABOVE = 0.02
+"""Where the best integer plan costs more than this fraction above both the cheapest
+fractional plan and the bound LP (:func:`~autoscaler.planner.bound.lower_bounds`, which knows
+whole units, e.g. of multi-host slices), it is rounded again, up to three ways, until one is
+that close: holding back a unit of each pattern the LP takes whole (where those units leave
+an expensive fraction, the residual MIP may choose a cheaper mix); keeping them but giving the
+residual MIP every pattern whose reduced cost is within :data:`NEAR_REDUCED_COST` of the
+average unit cost; both. The cheapest plan is kept."""
+NEAR_REDUCED_COST = 0.1
+ROUND_AGAIN_UNITS = 100
+"""...for plans of at most this many new units in the LP (beyond that, a unit's rounding is a
+small share of the cost, and the residual MIPs grow dear)."""
 DIVE_STEPS = 80
 """Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
@@ -152,15 +166,24 @@ def generate(
 
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
     args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget)
-    plans = [_round(*args)]
+    plans = [_round(*args, held_back=0)]
     if start and budget.exhausted:  # the plan it started from may still be the better one
         plans.append(start)
     if exact:  # a second integer plan by diving; the better one (after improvement) is kept
         plans.append(_dive(*args))
-    plans = [
-        dict(improve(list(p.items()), kinds, by_index, demand, global_room, master.surcharge))
-        for p in plans
-    ]
+    plans = [_improved(p, kinds, by_index, demand, global_room, master.surcharge) for p in plans]
+    near = NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)
+    floor = None
+    for held_back, within in ((1, None), (0, near), (1, near)):
+        best = min(sum(kinds[p.kind].cost * u for p, u in plan.items()) for plan in plans)
+        if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost or lp_units > ROUND_AGAIN_UNITS:
+            break
+        if floor is None:  # whole units may make any plan dearer than the LP's
+            floor = lower_bounds(*merged_by_shape(items, demand, kinds), global_room).cost
+        if best <= (1 + ROUND_AGAIN_ABOVE) * floor or budget.exhausted:
+            break
+        again = _round(*args, held_back=held_back, near=within)
+        plans.append(_improved(again, kinds, by_index, demand, global_room, master.surcharge))
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
@@ -179,16 +202,30 @@ def generate(
     return Result(kinds, chosen, unplaced, notes, dual_bounds)
 
 
-def _round(master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget):
-    """Integer plan: what the LP takes whole stays; the rest (at most a few units per basic
-    pattern) is planned again with patterns generated for it, then solved as a MIP (unless
-    the budget is spent: the rest is then left to the greedy packing)."""
+def _round(
+    master,
+    items,
+    demand,
+    kinds,
+    limits,
+    global_room,
+    penalty,
+    notes,
+    pool,
+    budget,
+    held_back,
+    near=None,
+):
+    """Integer plan: what the LP takes whole stays, but for ``held_back`` units of each
+    pattern; the rest (a few units per basic pattern) is planned again with patterns
+    generated for it, then solved as a MIP (unless the budget is spent: the rest is then left
+    to the greedy packing)."""
     by_index = {item.index: item for item in items}
     lp_cost, _ = master.lp_cost_and_units()
     taken: dict[Pattern, int] = {}
     for pattern, value in zip(master.patterns, master.lp_values(), strict=True):
-        if math.floor(value + 1e-9) > 0:
-            taken[pattern] = math.floor(value + 1e-9)
+        if math.floor(value + 1e-9) > held_back:
+            taken[pattern] = math.floor(value + 1e-9) - held_back
     covered = covered_copies(taken)
     rest = {i: demand[i] - covered.get(i, 0) for i in by_index if covered.get(i, 0) < demand[i]}
     if not rest:
@@ -207,13 +244,21 @@ def _round(master, items, demand, kinds, limits, global_room, penalty, notes, po
     ]
     column_generation(residual, kinds, rest, MAX_ROUNDS, budget)
     pool.update(dict.fromkeys(residual.patterns))
-    support = residual.on_support(seeded)  # the MIP: the LP's support and single-item units
+    if near is None:  # the MIP: the LP's support and single-item units
+        support = residual.on_support(seeded)
+    else:  # ... or every pattern within ``near`` of entering the LP
+        support = residual.near_support(near, seeded)
+        support.solve_lp()
     for pattern, units in zip(
         support.patterns, support.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
     ):
         if units > 0:
             taken[pattern] = taken.get(pattern, 0) + units
     return taken
+
+
+def _improved(plan, kinds, by_index, demand, global_room, surcharge) -> dict[Pattern, int]:
+    return dict(improve(list(plan.items()), kinds, by_index, demand, global_room, surcharge))
 
 
 def _greedy_rest(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, plan
-from autoscaler.planner.items import build_items, fresh_host
+from autoscaler.planner.bound import lower_bounds
+from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.knapsack import best_unit
-from autoscaler.planner.packing import fit
+from autoscaler.planner.packing import Kind, fit
 
 GIB = 2**30
 M4 = NodeType("m.large", {"CPU": 4, "memory": 16 * GIB}, 0.2)
@@ -50,3 +53,23 @@ def test_exact_pricing_respects_large_memory():
     assert big_copies * 128 + small_copies * 64 <= 1024
     assert big_copies + small_copies == 13  # all ten small ones, three big ones
     assert unit.value_bound <= 13 + 1e-6
+
+
+def test_items_above_half_a_host_never_share_one_in_the_bound_lp():
+    # Two 16-core shapes on 24-core hosts: 32 cores of every pair fit two hosts' worth of
+    # cores in 1.34 hosts, but no host holds two of them. The bound's LP alone (no knapsack,
+    # no whole-unit MIP) knows: one host per copy.
+    inf24 = NodeType("inf24", {"CPU": 32, "memory": 64 * GIB, "neuron_cores": 24}, 1.0)
+    demand = Demand(
+        (
+            BundleDemand({"neuron_cores": 16, "CPU": 1}, 40),
+            BundleDemand({"neuron_cores": 16, "CPU": 2}, 40),
+            BundleDemand({"neuron_cores": 4}, 40),
+        )
+    )
+    items = build_items(demand)
+    assign_candidates(items, [inf24])
+    kind = Kind(0, inf24.name, 1.0, None, (fresh_host(inf24, 0, -1),), new=True, items=items)
+    bounds = lower_bounds(items, {item.index: item.count for item in items}, [kind], None)
+    assert bounds.cost == pytest.approx(80.0)  # the 4-core bundles fit beside them
+    assert run([inf24], [(dict(b.resources), b.count) for b in demand.bundles]).cost_per_hour == 80

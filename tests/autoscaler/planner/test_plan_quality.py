@@ -164,20 +164,42 @@ def _assign(parts, position, hosts, accelerated, loads, anchors):
     return False
 
 
+GPU2 = NodeType("gpu2", {"CPU": 8, "memory": 32 * GIB, "GPU": 2}, 1.1)
+SMALL = NodeType("small", {"CPU": 2, "memory": 8 * GIB}, 0.1)
+INF24 = NodeType("inf24", {"CPU": 16, "memory": 64 * GIB, "neuron_cores": 24}, 1.0)
+INF2 = NodeType("inf2", {"CPU": 4, "memory": 16 * GIB, "neuron_cores": 2}, 0.2)
+SMALL_CASES = {
+    "fractional GPUs": (
+        [SMALL, CPU8, GPU2, T4],
+        [
+            {"CPU": 1},
+            {"CPU": 2, "memory": 6 * GIB},
+            {"CPU": 3},
+            {"GPU": 0.6},
+            {"GPU": 0.5, "CPU": 1},
+            {"GPU": 1, "CPU": 2},
+        ],
+    ),
+    # Items above a half or a third of a host's room (the bound's per-host weights).
+    "large items": (
+        [INF24, INF2, CPU8],
+        [
+            {"neuron_cores": 16, "CPU": 1},
+            {"neuron_cores": 10, "CPU": 2},
+            {"neuron_cores": 8},
+            {"neuron_cores": 2, "CPU": 1},
+            {"CPU": 5},
+            {"CPU": 3, "memory": 20 * GIB},
+        ],
+    ),
+}
+
+
 @pytest.mark.parametrize("seed", range(8))
-def test_bound_never_exceeds_the_true_optimum_on_small_problems(seed):
+@pytest.mark.parametrize("case", sorted(SMALL_CASES))
+def test_bound_never_exceeds_the_true_optimum_on_small_problems(case, seed):
+    types, shapes = SMALL_CASES[case]
     rng = random.Random(seed)
-    gpu2 = NodeType("gpu2", {"CPU": 8, "memory": 32 * GIB, "GPU": 2}, 1.1)
-    small = NodeType("small", {"CPU": 2, "memory": 8 * GIB}, 0.1)
-    types = [small, CPU8, gpu2, T4]
-    shapes = [
-        {"CPU": 1},
-        {"CPU": 2, "memory": 6 * GIB},
-        {"CPU": 3},
-        {"GPU": 0.6},
-        {"GPU": 0.5, "CPU": 1},
-        {"GPU": 1, "CPU": 2},
-    ]
     bundles = [(shape, rng.randint(1, 2)) for shape in rng.sample(shapes, 3)]
     result = run(types, bundles)
     optimum = brute_force_cost(types, bundles)
@@ -325,7 +347,7 @@ def test_exact_pricing_bounds_every_packing():
 
 
 @pytest.mark.parametrize("seed", range(3))
-@pytest.mark.parametrize("kind", ["flexible", "forced"])
+@pytest.mark.parametrize("kind", ["flexible", "forced", "gangs", "gcp"])
 def test_small_generated_problems_are_within_three_percent_and_deterministic(kind, seed):
     request = generated(200, kind, seed)
     result = plan(request)
