@@ -44,9 +44,16 @@ def exact_rounds(
     for _ in range(EXACT_ROUNDS):
         item_duals, kind_duals, _ = master.solve_lp()
         value = sum(item_duals[i] * caps[i] for i in caps if i in item_duals)
+        dual_vector, cap_vector = _vectors(kinds, item_duals, caps)
         unit_values = []
         added = 0
         for kind in kinds:
+            # A unit worth no more than it costs neither prices out nor adds to the bound.
+            fractional = _value_bound(kind, dual_vector, cap_vector)
+            worth_pricing = master.unit_cost(kind) - kind_duals[kind.index]
+            if fractional <= (min(kind.cost, worth_pricing) if cost_phase else worth_pricing):
+                unit_values.append((kind.index, fractional))
+                continue
             unit = best_unit(kind.hosts, kind.items, item_duals, caps, kind.needs_anchor, fit)
             unit_values.append((kind.index, unit.value_bound))
             if unit.contents is None:
@@ -71,14 +78,7 @@ def lagrangian(master: Master, kinds: Sequence[Kind], caps: Mapping[int, int]) -
     solved only if its bound is asked for."""
     duals = dict(master.item_duals)
     value = sum(duals[i] * caps[i] for i in caps if i in duals)
-    size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
-    dual_vector, cap_vector = np.zeros(size), np.zeros(size, np.int64)
-    for index, dual in duals.items():
-        if index < size:
-            dual_vector[index] = dual
-    for index, cap in caps.items():
-        if index < size:
-            cap_vector[index] = cap
+    dual_vector, cap_vector = _vectors(kinds, duals, caps)
 
     def unit_value(kind: Kind) -> float:
         """The fractional bound, or where that leaves a unit worth more than it costs, the
@@ -93,6 +93,21 @@ def lagrangian(master: Master, kinds: Sequence[Kind], caps: Mapping[int, int]) -
         return tuple((kind.index, unit_value(kind)) for kind in kinds)
 
     return DualBound(value, price=price)
+
+
+def _vectors(
+    kinds: Sequence[Kind], duals: Mapping[int, float], caps: Mapping[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Duals and caps as arrays by item index (over the kinds' items)."""
+    size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
+    dual_vector, cap_vector = np.zeros(size), np.zeros(size, np.int64)
+    for index, dual in duals.items():
+        if index < size:
+            dual_vector[index] = dual
+    for index, cap in caps.items():
+        if index < size:
+            cap_vector[index] = cap
+    return dual_vector, cap_vector
 
 
 def seed(
