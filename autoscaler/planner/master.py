@@ -20,6 +20,9 @@ from autoscaler.planner.solver import GUARD_TIME_S, SolverError, new_solver
 
 MIP_REL_GAP = 1e-3
 MIP_MAX_NODES = 400
+SUB_MIP_HEURISTICS = ("mip_heuristic_run_rins", "mip_heuristic_run_rens")
+"""Off for the plan MIPs: they start near the LP's (or a given) plan, where these sub-MIPs
+found no better plans on the benchmark sweep but took most of the root's time."""
 
 
 class Master:
@@ -237,6 +240,8 @@ class Master:
         h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
         h.setOptionValue("mip_allow_restart", False)
         h.setOptionValue("mip_max_nodes", max_nodes)
+        for option in SUB_MIP_HEURISTICS:
+            h.setOptionValue(option, False)
         if start is not None and demand is not None:
             self._start(start, demand)
         values = self._run_mip(notes, "integer plan")
