@@ -307,7 +307,10 @@ def _fewest_units(
     cost = sum(kinds[p.kind].cost * u for p, u in taken.items())
     budget = cost * (1 + NODE_TOLERANCE) + 1e-9
     weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
-    penalty = weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
+    # In the MIP, by more than the budget: it stops once its bound shows that no plan has a
+    # unit fewer (an absolute gap of the budget), without ranking plans of as many units.
+    mip_weight = 2 * budget + 1.0
+    penalty = mip_weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
     by_index = {item.index: item for item in items}
 
     def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
@@ -328,7 +331,8 @@ def _fewest_units(
     column_generation(master, kinds, placed, MAX_ROUNDS, work)
     near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
     near.cap_cost(budget)
-    units = near.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
+    near.set_surcharge(mip_weight)
+    units = near.solve_integer(notes, budget, moved, placed, FEWEST_MIP_NODES)
     chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
 
     return min((taken, moved, chosen), key=rank)
