@@ -3,7 +3,8 @@
 Greedy pricing packs each kind in three orders (by dual per dominant share, per summed share,
 per copy), then, once those find nothing, a wider search that starts a packing with each of
 the best-ranked items. Exact pricing (:mod:`~autoscaler.planner.knapsack`, small plans only)
-solves each kind's knapsack and yields Lagrangian bounds
+solves the knapsack of each kind whose fractional single-resource bound lets a unit be worth
+more than it costs, and yields Lagrangian bounds
 (:class:`~autoscaler.planner.bound.DualBound`). Round counts are fixed: the same input gives
 the same patterns on any machine.
 """
