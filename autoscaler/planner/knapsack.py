@@ -23,6 +23,8 @@ from autoscaler.planner.solver import add_rows, new_solver
 
 KNAPSACK_MAX_NODES = 200
 """Branch-and-bound nodes per knapsack (deterministic); the dual bound stays valid."""
+KNAPSACK_GAP = 1e-6
+"""Relative gap at which a knapsack's search stops (pricing: near-exact)."""
 
 
 @dataclass(frozen=True)
@@ -40,11 +42,13 @@ def best_unit(
     caps: Mapping[int, int],
     needs_anchor: bool,
     fit,
+    rel_gap: float = KNAPSACK_GAP,
 ) -> Unit:
     """The most valuable contents of one unit with ``hosts`` (fresh or partly used bins).
 
     ``fit(host, item, limit)`` counts the copies of an item that fit on a host alone;
-    ``needs_anchor``: the unit must hold an item that is not a rider."""
+    ``needs_anchor``: the unit must hold an item that is not a rider; ``rel_gap``: the
+    search stops within this fraction of the best value."""
     import highspy
 
     chosen = [
@@ -69,7 +73,7 @@ def best_unit(
 
     h = new_solver()
     h.setOptionValue("mip_max_nodes", KNAPSACK_MAX_NODES)
-    h.setOptionValue("mip_rel_gap", 1e-6)
+    h.setOptionValue("mip_rel_gap", rel_gap)
     n = len(cost)
     h.addVars(n, np.zeros(n), np.array(upper))
     h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))

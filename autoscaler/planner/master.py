@@ -20,6 +20,10 @@ from autoscaler.planner.solver import GUARD_TIME_S, SolverError, new_solver
 
 MIP_REL_GAP = 1e-3
 MIP_MAX_NODES = 400
+SUB_MIP_HEURISTICS = ("mip_heuristic_run_rins", "mip_heuristic_run_rens")
+"""Off for the plan MIPs: they start near the LP's (or a given) plan, and these sub-MIPs took
+most of the root's time (a few nodes more on some plans of the benchmark sweep, none dearer
+by more than the node tolerance)."""
 
 
 class Master:
@@ -220,10 +224,12 @@ class Master:
         start: Mapping[Pattern, int] | None = None,
         demand: Mapping[int, int] | None = None,
         max_nodes: int = MIP_MAX_NODES,
+        max_improving: int | None = None,
     ) -> list[int]:
         """Units per pattern: the integer plan of least cost plus surcharges over the
         generated patterns (falls back to the LP solution rounded down). ``start``: a plan
-        the search starts from (units per pattern, covering ``demand`` but for whole gangs)."""
+        the search starts from (units per pattern, covering ``demand`` but for whole gangs);
+        ``max_improving``: the search stops once it has found this many better plans."""
         highspy = self.highspy
         h = self.h
         lp_values = list(h.getSolution().col_value)
@@ -237,6 +243,10 @@ class Master:
         h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
         h.setOptionValue("mip_allow_restart", False)
         h.setOptionValue("mip_max_nodes", max_nodes)
+        for option in SUB_MIP_HEURISTICS:
+            h.setOptionValue(option, False)
+        if max_improving is not None:
+            h.setOptionValue("mip_max_improving_sols", max_improving)
         if start is not None and demand is not None:
             self._start(start, demand)
         values = self._run_mip(notes, "integer plan")

@@ -61,11 +61,15 @@ FEWEST_UNITS_MAX = 60
 new units; bigger plans are within a few percent of their node bound already and the MIP
 would cost more time than the target allows."""
 FEWEST_MIP_NODES = 100
+"""Branch-and-bound nodes for the fewest-nodes MIP (deterministic; it starts from a plan)."""
+FEWEST_IMPROVING = 2
+"""The fewest-nodes MIP stops once it has found this many plans better than the one it
+starts from: on the benchmark sweep later ones were rare, and searching on for them (and
+proving there are none) was most of its work."""
 FEWEST_REDUCED_COST = 0.1
 """The fewest-nodes MIP runs over the patterns whose reduced cost in its LP is at most this
 fraction of one unit's weight (the LP's support and the starting plans' patterns always):
 a few dozen columns near the incumbent instead of every pattern seen, so its root is cheap."""
-"""Branch-and-bound nodes for the fewest-nodes MIP (deterministic; it starts from a plan)."""
 TIE_BREAK = 1e-3
 """Per-unit surcharge, as a fraction of the cheapest price, so equal-cost patterns favour
 bigger units (it changes any plan's cost by at most this fraction)."""
@@ -352,7 +356,10 @@ def _fewest_units(
     cost = sum(kinds[p.kind].cost * u for p, u in taken.items())
     budget = cost * (1 + NODE_TOLERANCE) + 1e-9
     weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
-    penalty = weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
+    # In the MIP, by more than the budget: it stops once its bound shows that no plan has a
+    # unit fewer (an absolute gap of the budget), without ranking plans of as many units.
+    mip_weight = 2 * budget + 1.0
+    penalty = mip_weight * (new_units + 1)  # leaving a copy out costs more than ``taken``
     by_index = {item.index: item for item in items}
 
     def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
@@ -373,7 +380,8 @@ def _fewest_units(
     column_generation(master, kinds, placed, MAX_ROUNDS, work)
     near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
     near.cap_cost(budget)
-    units = near.solve_integer(notes, 0.5, moved, placed, FEWEST_MIP_NODES)
+    near.set_surcharge(mip_weight)
+    units = near.solve_integer(notes, budget, moved, placed, FEWEST_MIP_NODES, FEWEST_IMPROVING)
     chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
 
     return min((taken, moved, chosen), key=rank)
