@@ -78,9 +78,12 @@ def exact_rounds(
     return found
 
 
-def lagrangian(master: Master, kinds: Sequence[Kind], caps: Mapping[int, int]) -> DualBound:
+def lagrangian(
+    master: Master, kinds: Sequence[Kind], caps: Mapping[int, int], budget: Budget
+) -> DualBound:
     """The Lagrangian relaxation at the master's last duals; its knapsacks (one per kind) are
-    solved only if its bound is asked for."""
+    solved only if its bound is asked for, and while ``budget`` lasts (past it, each kind's
+    fractional bound stands in: valid, if weaker)."""
     duals = dict(master.item_duals)
     value = sum(duals[i] * caps[i] for i in caps if i in duals)
     dual_vector, cap_vector = _vectors(kinds, duals, caps)
@@ -89,8 +92,9 @@ def lagrangian(master: Master, kinds: Sequence[Kind], caps: Mapping[int, int]) -
         """The fractional bound, or where that leaves a unit worth more than it costs, the
         knapsack's too (a kind worth no more than its cost adds nothing to the bound)."""
         fractional = _value_bound(kind, dual_vector, cap_vector)
-        if fractional <= kind.cost:
+        if fractional <= kind.cost or budget.exhausted:
             return fractional
+        budget.spend(len(kind.items) * len(kind.hosts))
         unit = best_unit(kind.hosts, kind.items, duals, caps, kind.needs_anchor, fit, BOUND_GAP)
         return min(fractional, unit.value_bound)
 

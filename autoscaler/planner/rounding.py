@@ -156,7 +156,7 @@ def generate(
         dual_bounds += exact_rounds(master, kinds, caps, by_index, cost_phase=True)
         lp_cost, lp_units = master.lp_cost_and_units()
     else:  # priced exactly only if the plan's bound needs it
-        dual_bounds.append(lagrangian(master, kinds, caps))
+        dual_bounds.append(lagrangian(master, kinds, caps, budget))
     # Fewer nodes: price each new unit at NODE_PRICING of the average unit cost of the
     # cheapest (fractional) plan and generate the patterns that favours; round under the
     # NODE_TOLERANCE price.
