@@ -38,7 +38,7 @@ from autoscaler.planner.columns import (
 from autoscaler.planner.greedy import greedy
 from autoscaler.planner.improve import improve
 from autoscaler.planner.items import Item
-from autoscaler.planner.master import MIP_REL_GAP, Master
+from autoscaler.planner.master import MIP_MAX_NODES, MIP_REL_GAP, Master
 from autoscaler.planner.packing import Kind, Pattern, covered_copies
 
 GREEDY_START_ITEMS = 150
@@ -89,6 +89,8 @@ NEAR_REDUCED_COST = 0.1
 ROUND_AGAIN_UNITS = 100
 """...for plans of at most this many new units in the LP (beyond that, a unit's rounding is a
 small share of the cost, and the residual MIPs grow dear)."""
+ROUND_AGAIN_NODES = 50
+"""...each with a MIP of at most this many branch-and-bound nodes (its patterns are many)."""
 DIVE_STEPS = 80
 """Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
@@ -253,9 +255,9 @@ def _round(
     else:  # ... or every pattern within ``near`` of entering the LP
         support = residual.near_support(near, seeded)
         support.solve_lp()
-    for pattern, units in zip(
-        support.patterns, support.solve_integer(notes, MIP_REL_GAP * lp_cost), strict=True
-    ):
+    nodes = MIP_MAX_NODES if held_back == 0 and near is None else ROUND_AGAIN_NODES
+    units_per_pattern = support.solve_integer(notes, MIP_REL_GAP * lp_cost, max_nodes=nodes)
+    for pattern, units in zip(support.patterns, units_per_pattern, strict=True):
         if units > 0:
             taken[pattern] = taken.get(pattern, 0) + units
     return taken
