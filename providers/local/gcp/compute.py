@@ -521,12 +521,7 @@ class ComputeCloud(FakeControls):
                 )
             network = str(body.get("network") or "global/networks/default").rsplit("/", 1)[-1]
             if network not in self.networks:
-                raise ApiError(
-                    404,
-                    "NOT_FOUND",
-                    f"The resource 'projects/{project}/global/networks/{network}' was not found",
-                    errors=[{"reason": "notFound", "message": "not found"}],
-                )
+                raise _not_found(f"projects/{project}/global/networks/{network}")
             for tag in [*(body.get("sourceTags") or ()), *(body.get("targetTags") or ())]:
                 if not _NAME.match(str(tag)):
                     raise ApiError(400, "INVALID_ARGUMENT", f"Invalid tag {tag!r}.")
@@ -589,12 +584,7 @@ class ComputeCloud(FakeControls):
     def _firewall(self, project: str, name: str) -> dict:
         rule = self._firewalls.get((project, name))
         if rule is None:
-            raise ApiError(
-                404,
-                "NOT_FOUND",
-                f"The resource 'projects/{project}/global/firewalls/{name}' was not found",
-                errors=[{"reason": "notFound", "message": "not found"}],
-            )
+            raise _not_found(f"projects/{project}/global/firewalls/{name}")
         return rule
 
     def _global_operation(self, project: str, verb: str, target: str) -> dict:
@@ -618,12 +608,7 @@ class ComputeCloud(FakeControls):
     def _instance(self, project: str, zone: str, name: str) -> dict:
         vm = self._instances.get((project, zone, name))
         if vm is None:
-            raise ApiError(
-                404,
-                "NOT_FOUND",
-                f"The resource 'projects/{project}/zones/{zone}/instances/{name}' was not found",
-                errors=[{"reason": "notFound", "message": "not found"}],
-            )
+            raise _not_found(f"projects/{project}/zones/{zone}/instances/{name}")
         return vm
 
     def _new_operation(
@@ -730,3 +715,13 @@ def _scoped(project: str, table: Mapping[str, Mapping[str, dict]], kind: str) ->
             ]
         }
     return {"items": items}
+
+
+def _not_found(resource: str) -> ApiError:
+    """Compute Engine's answer for a missing resource (``projects/...`` path)."""
+    return ApiError(
+        404,
+        "NOT_FOUND",
+        f"The resource '{resource}' was not found",
+        errors=[{"reason": "notFound", "message": "not found"}],
+    )
