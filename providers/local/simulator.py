@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from autoscaler.bootstrap import MONITOR_STATE
 from autoscaler.config import ClusterConfig, load_cluster_config
 from instance_catalog.model import Accelerator, InstanceType
@@ -214,8 +216,6 @@ class NodeSimulator:
 def _record_session(base: Path, pid: int) -> None:
     """The boot script leads a session of its own: note it (with the leader's start time, to
     tell a reused id) so what the host started is found at its end."""
-    import psutil
-
     with contextlib.suppress(psutil.Error):
         (base / "session").write_text(f"{pid} {psutil.Process(pid).create_time()}")
 
@@ -251,25 +251,23 @@ def end_host_processes(*marks: str) -> None:
     logger.warning("processes of %s still appearing after %d rounds", marks, STOP_ROUNDS)
 
 
-def _in_boot_sessions(marks: tuple[str, ...]) -> list[Any]:
+def _in_boot_sessions(marks: tuple[str, ...]) -> list[psutil.Process]:
     """The processes still in the sessions the boot scripts under ``marks`` began. A process
     that retitles itself can lose its ``AUTOSCALE_SIM_HOST`` from what the OS shows of its
     environment (setproctitle reuses that memory), but not its session. A session counts
     while its leader is gone (the OS does not reuse an id a session still holds) or is the
     recorded boot script itself."""
-    import psutil
-
     found = []
     for mark in marks:
         for record in [*Path(mark).glob("host-*/session"), *Path(mark).glob("*/host-*/session")]:
             with contextlib.suppress(OSError, ValueError):
                 pid, started = record.read_text().split()
-                if _still_ours(psutil, int(pid), float(started)):
+                if _still_ours(int(pid), float(started)):
                     found += session_members(int(pid))
     return found
 
 
-def _still_ours(psutil: Any, pid: int, started: float) -> bool:
+def _still_ours(pid: int, started: float) -> bool:
     try:
         return psutil.Process(pid).create_time() == started
     except psutil.NoSuchProcess:
