@@ -28,6 +28,11 @@ WIDE_FIRST = 8
 """The wider pricing search starts a packing with each of this many best-ranked items."""
 EXACT_ROUNDS = 6
 """Rounds of exact pricing per phase at most (deterministic)."""
+TAIL_ROUNDS = 5
+TAIL_GAIN = 0.002
+"""Column generation stops once the master's LP value fell by less than this fraction over
+the last :data:`TAIL_ROUNDS` rounds (the long tail of greedy pricing: many rounds, each a
+few patterns that barely move the LP)."""
 BOUND_GAP = 1e-3
 """Relative gap of the knapsacks solved only for a Lagrangian bound (not for patterns): their
 dual bound is valid wherever they stop, and closing the last 0.1% was most of their time on
@@ -152,10 +157,16 @@ def column_generation(
     for index, cap in caps.items():
         if index < size:
             cap_vector[index] = cap
+    values: list[float] = []
     for rounds in range(1, max_rounds + 1):
         if budget is not None and budget.exhausted:
             return rounds - 1
-        item_duals, kind_duals, _ = master.solve_lp()
+        item_duals, kind_duals, objective = master.solve_lp()
+        values.append(objective)
+        if len(values) > TAIL_ROUNDS and values[-1 - TAIL_ROUNDS] - objective <= TAIL_GAIN * abs(
+            objective
+        ):
+            return rounds
         if budget is not None:
             budget.spend(master.size())
         duals = np.zeros(size)
