@@ -65,10 +65,21 @@ def fit(host: Bin, item: Item, limit: int) -> int:
             return 0
     if len(item.parts) == 1:
         return host.fit_count(item.parts[0], limit)
+    on_devices = [part for part in item.parts if part.devices]
+    if len(on_devices) <= 1:  # scalars add up; one part's device shares decide alone
+        copies = limit
+        for name, need in item.needs.items():
+            if need > 0:
+                copies = min(copies, host.free.get(name, 0) // need)
+        for part in on_devices:
+            copies = min(copies, host.fit_count(part, copies))
+        return max(copies, 0)
     trial = host.copy(host.unit)
     copies = 0
-    while copies < limit and trial.fits_all(item.parts):
+    while copies < limit:
         for part in item.parts:
+            if trial.fit_count(part, 1) < 1:
+                return copies
             trial.place(part, 1)
         copies += 1
     return copies
@@ -76,8 +87,9 @@ def fit(host: Bin, item: Item, limit: int) -> int:
 
 def put(host: Bin, item: Item, copies: int) -> None:
     """Place ``copies`` of ``item`` (as :func:`fit` counted them)."""
-    if len(item.parts) == 1:
-        host.place(item.parts[0], copies)
+    if sum(1 for part in item.parts if part.devices) <= 1:
+        for part in item.parts:
+            host.place(part, copies)
     else:
         for _ in range(copies):
             for part in item.parts:

@@ -1,0 +1,87 @@
+"""Packing one unit: the fast paths count and place exactly what fitting copy by copy does."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from autoscaler.planner.items import build_items, fresh_host
+from autoscaler.planner.model import (
+    STRICT_PACK,
+    STRICT_SPREAD,
+    BundleDemand,
+    Demand,
+    NodeType,
+    PlacementGroupDemand,
+)
+from autoscaler.planner.packing import Kind, fit, pack, pack_rows, put
+
+GIB = 1024**3
+GPU4 = NodeType("gpu4", {"CPU": 32, "memory": 128 * GIB, "GPU": 4}, 3.0)
+
+
+def copy_by_copy(host, item, limit: int) -> int:
+    """The reference: place the item's parts one copy at a time until one does not fit."""
+    trial = host.copy(host.unit)
+    copies = 0
+    while copies < limit:
+        for part in item.parts:
+            if trial.fit_count(part, 1) < 1:
+                return copies
+            trial.place(part, 1)
+        copies += 1
+    return copies
+
+
+def strict_pack_items():
+    groups = (
+        PlacementGroupDemand(STRICT_PACK, ({"CPU": 1, "GPU": 0.5}, {"CPU": 2}), 1),
+        PlacementGroupDemand(STRICT_PACK, ({"CPU": 1, "GPU": 1}, {"CPU": 1}, {"CPU": 4}), 1),
+        PlacementGroupDemand(STRICT_PACK, ({"CPU": 1, "GPU": 0.25}, {"GPU": 0.5}), 1),
+        PlacementGroupDemand(STRICT_PACK, ({"CPU": 0.5}, {"CPU": 1, "memory": 8 * GIB}), 1),
+    )
+    return build_items(Demand((), groups))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_strict_pack_group_fits_as_often_as_placing_it_copy_by_copy(seed):
+    rng = random.Random(seed)
+    items = strict_pack_items()
+    host = fresh_host(GPU4, 0, -1)
+    # Devices partly taken (fractions left on each), CPU partly used.
+    host.devices["GPU"] = [rng.choice([0, 2500, 5000, 7500, 10000]) for _ in range(4)]
+    host.free["GPU"] = sum(host.devices["GPU"])
+    host.free["CPU"] = rng.randint(0, 32) * 10000
+    for item in items:
+        limit = rng.randint(1, 40)
+        assert fit(host, item, limit) == copy_by_copy(host, item, limit)
+        copies = fit(host, item, limit)
+        placed = host.copy(host.unit)
+        put(placed, item, copies)
+        assert all(q >= 0 for q in placed.free.values())
+        assert all(s >= 0 for shares in placed.devices.values() for s in shares)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_single_host_packing_by_rows_matches_fitting_each_item(seed):
+    rng = random.Random(seed)
+    shapes = [
+        {"CPU": rng.choice([0.5, 1, 2, 4]), "memory": rng.choice([1, 4, 16]) * GIB}
+        for _ in range(8)
+    ] + [{"CPU": 1, "GPU": rng.choice([0.25, 0.5, 1, 2])} for _ in range(4)]
+    bundles = tuple(BundleDemand(s, rng.randint(1, 9)) for s in shapes)
+    groups = (
+        PlacementGroupDemand(STRICT_SPREAD, ({"CPU": 2, "GPU": 1}, {"CPU": 4}), 3),
+        PlacementGroupDemand(STRICT_PACK, ({"CPU": 1, "GPU": 0.5}, {"CPU": 2}), 2),
+    )
+    items = build_items(Demand(bundles, groups))
+    kind = Kind(0, "gpu4", GPU4.price, None, (fresh_host(GPU4, 0, -1),), True, items=items)
+    caps = np.array([rng.randint(1, 12) for _ in items], np.int64)
+    for _ in range(10):
+        order = np.array(rng.sample(range(len(items)), len(items)), np.int64)
+        expected = pack(
+            kind, [items[r] for r in order], {items[r].index: int(caps[r]) for r in order}
+        )
+        assert pack_rows(kind, order, caps) == expected
