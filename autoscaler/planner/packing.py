@@ -130,35 +130,31 @@ def pack(kind: Kind, order: Sequence[Item], caps: Mapping[int, int]) -> Pattern 
 def pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None:
     """:func:`pack` with the order given as positions in ``kind.items`` and caps per position.
 
-    On a single-host kind each item's scalar resources are checked against the free room
-    kept as a list (no bin copy, no call per item), and only the items that pass and need
-    more (devices, several parts, a STRICT_SPREAD slot) are fitted exactly: the same pattern
-    as fitting each item in turn."""
+    On a single-host kind each item's scalar needs are checked against the host's free room
+    inline (no call per item), and only the items that pass and need more (devices, several
+    parts, a STRICT_SPREAD slot) are fitted exactly: the same pattern as fitting each item
+    in turn."""
     items = kind.items
     if len(kind.hosts) != 1:
         return pack(kind, [items[r] for r in order], {items[r].index: int(caps[r]) for r in order})
-    vectors = unit_vectors(kind)
     host = kind.hosts[0].copy(kind.hosts[0].unit)
-    free = [host.free.get(name, 0) for name in vectors.names]
-    sparse, exact = vectors.sparse, vectors.exact
+    free = host.free
     content: list[tuple[int, int]] = []
     for row, copies in zip(order.tolist(), caps[order].tolist(), strict=True):
-        for column, need in sparse[row]:
-            room = free[column] // need
+        item = items[row]
+        for name, need in item.positive_needs:
+            room = free.get(name, 0) // need
             if room < copies:
                 copies = room
                 if copies <= 0:
                     break
         if copies <= 0:
             continue
-        item = items[row]
-        if exact[row]:
+        if not item.scalar:
             copies = fit(host, item, copies)
             if not copies:
                 continue
         put(host, item, copies)
-        for column, need in sparse[row]:
-            free[column] -= need * copies
         content.append((item.index, copies))
     if not content:
         return None
@@ -181,11 +177,6 @@ class UnitVectors:
     riders: np.ndarray
     capacity: np.ndarray
     """One unit's capacity of each resource in ``names`` (all hosts together)."""
-    sparse: list[tuple[tuple[int, int], ...]]
-    """Per row, (column in ``names``, units) of each resource one copy needs."""
-    exact: list[bool]
-    """Per row, whether scalar room alone does not decide a fit (devices, several parts, a
-    STRICT_SPREAD slot)."""
 
 
 def unit_vectors(kind: Kind) -> UnitVectors:
@@ -213,14 +204,6 @@ def unit_vectors(kind: Kind) -> UnitVectors:
         np.maximum(shares.sum(axis=1), 1e-9),
         np.array([item.rider for item in kind.items], bool),
         total.astype(np.int64),
-        [
-            tuple((column[n], q) for n, q in sorted(item.needs.items()) if q > 0)
-            for item in kind.items
-        ],
-        [
-            len(item.parts) > 1 or bool(item.parts[0].devices) or item.spread_group is not None
-            for item in kind.items
-        ],
     )
     kind.__dict__["_vectors"] = cached
     return cached
