@@ -30,9 +30,12 @@ EXACT_ROUNDS = 6
 """Rounds of exact pricing per phase at most (deterministic)."""
 TAIL_ROUNDS = 5
 TAIL_GAIN = 0.002
-"""Column generation stops once the master's LP value fell by less than this fraction over
-the last :data:`TAIL_ROUNDS` rounds (the long tail of greedy pricing: many rounds, each a
-few patterns that barely move the LP)."""
+TAIL_FROM_ITEMS = 150
+"""On masters of at least :data:`TAIL_FROM_ITEMS` items, column generation stops once the LP
+value fell by less than :data:`TAIL_GAIN` of it over the last :data:`TAIL_ROUNDS` rounds: the
+long tail of greedy pricing (many rounds, each a few patterns that barely move the LP) was
+most of the time of large gang-heavy plans. Smaller masters price on to the end: their
+rounds are cheap, and their rounding is sensitive to the last patterns."""
 BOUND_GAP = 1e-3
 """Relative gap of the knapsacks solved only for a Lagrangian bound (not for patterns): their
 dual bound is valid wherever they stop, and closing the last 0.1% was most of their time on
@@ -150,22 +153,21 @@ def column_generation(
     max_rounds: int,
     budget: Budget | None = None,
 ) -> int:
-    """Add improving patterns until none is found or ``budget`` is spent; returns the rounds
-    used."""
+    """Add improving patterns until none is found, ``budget`` is spent or (large masters)
+    the LP value stalls; returns the rounds used."""
     size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
     cap_vector = np.zeros(size, np.int64)
     for index, cap in caps.items():
         if index < size:
             cap_vector[index] = cap
     values: list[float] = []
+    tail = len(master.row_of) >= TAIL_FROM_ITEMS
     for rounds in range(1, max_rounds + 1):
         if budget is not None and budget.exhausted:
             return rounds - 1
         item_duals, kind_duals, objective = master.solve_lp()
         values.append(objective)
-        if len(values) > TAIL_ROUNDS and values[-1 - TAIL_ROUNDS] - objective <= TAIL_GAIN * abs(
-            objective
-        ):
+        if tail and _stalled(values):
             return rounds
         if budget is not None:
             budget.spend(master.size())
@@ -189,6 +191,14 @@ def column_generation(
             return rounds
     master.solve_lp()
     return max_rounds
+
+
+def _stalled(values: Sequence[float]) -> bool:
+    """Whether the LP value fell by at most :data:`TAIL_GAIN` of it over the last
+    :data:`TAIL_ROUNDS` rounds."""
+    if len(values) <= TAIL_ROUNDS:
+        return False
+    return values[-1 - TAIL_ROUNDS] - values[-1] <= TAIL_GAIN * abs(values[-1])
 
 
 def _value_bound(kind: Kind, duals: np.ndarray, caps: np.ndarray) -> float:
