@@ -102,8 +102,7 @@ class Bin:
         for name, share in part.devices:
             shares = self.devices.get(name)
             if shares is not None:
-                for _ in range(count):
-                    grants.extend((name, index, units) for index, units in _take(shares, share))
+                grants.extend((name, index, units) for index, units in _take(shares, share, count))
         return grants
 
     def remove(self, part: Part, count: int, grants: Iterable[tuple[str, int, int]]) -> None:
@@ -114,13 +113,26 @@ class Bin:
             self.devices[name][index] += units
 
 
-def _take(shares: list[int], share: int) -> list[tuple[int, int]]:
-    """Whole devices lowest index first, or best fit for a fraction; (device, units) taken."""
+def _take(shares: list[int], share: int, count: int) -> list[tuple[int, int]]:
+    """``count`` copies, one after another: whole devices lowest index first, or best fit for
+    a fraction; (device, units) taken, copy by copy.
+
+    Best fit keeps taking from the device it chose until that one has too little left (its
+    free share only shrinks below the others'), so copies go to the devices with enough room
+    in (free share, index) order, each filled in turn."""
     if share >= SHARE_UNITS:
-        whole = [i for i, free in enumerate(shares) if free == SHARE_UNITS][: share // SHARE_UNITS]
+        whole = [i for i, free in enumerate(shares) if free == SHARE_UNITS]
+        whole = whole[: count * (share // SHARE_UNITS)]
         for index in whole:
             shares[index] = 0
         return [(index, SHARE_UNITS) for index in whole]
-    _, index = min((free, i) for i, free in enumerate(shares) if free >= share)
-    shares[index] -= share
-    return [(index, share)]
+    taken: list[tuple[int, int]] = []
+    if count <= 0:
+        return taken
+    for free, index in sorted((free, i) for i, free in enumerate(shares) if free >= share):
+        copies = min(count - len(taken), free // share)
+        shares[index] -= copies * share
+        taken.extend([(index, share)] * copies)
+        if len(taken) == count:
+            return taken
+    raise ValueError(f"{count} copies of a {share}-unit share do not fit on {shares}")

@@ -85,3 +85,31 @@ def test_single_host_packing_by_rows_matches_fitting_each_item(seed):
             kind, [items[r] for r in order], {items[r].index: int(caps[r]) for r in order}
         )
         assert pack_rows(kind, order, caps) == expected
+
+
+def best_fit_one_by_one(shares: list[int], share: int, copies: int) -> list[int]:
+    """The reference: each copy of a fraction goes to the device with the least room that
+    holds it (lowest index among equals)."""
+    chosen = []
+    for _ in range(copies):
+        _, device = min((free, d) for d, free in enumerate(shares) if free >= share)
+        shares[device] -= share
+        chosen.append(device)
+    return chosen
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_placing_copies_at_once_takes_the_devices_best_fit_would_copy_by_copy(seed):
+    rng = random.Random(seed)
+    gpu = rng.choice([0.25, 0.3, 0.5])
+    item = build_items(Demand((BundleDemand({"CPU": 1, "GPU": gpu}),)))[0]
+    (part,) = item.parts
+    host = fresh_host(GPU4, 0, -1)
+    host.devices["GPU"] = [rng.choice([0, 2500, 3000, 5000, 7500, 10000]) for _ in range(4)]
+    host.free["GPU"] = sum(host.devices["GPU"])
+    reference = list(host.devices["GPU"])
+    copies = host.fit_count(part, 99)
+    grants = host.place(part, copies)
+    expected = best_fit_one_by_one(reference, round(gpu * 10000), copies)
+    assert [device for _, device, _ in grants] == expected
+    assert host.devices["GPU"] == reference
