@@ -23,13 +23,11 @@ GPU4 = NodeType("gpu4", {"CPU": 32, "memory": 128 * GIB, "GPU": 4}, 3.0)
 
 
 def copy_by_copy(host, item, limit: int) -> int:
-    """The reference: place the item's parts one copy at a time until one does not fit."""
+    """The reference: copies while the whole group still fits, each placed in turn."""
     trial = host.copy(host.unit)
     copies = 0
-    while copies < limit:
+    while copies < limit and trial.fits_all(item.parts):
         for part in item.parts:
-            if trial.fit_count(part, 1) < 1:
-                return copies
             trial.place(part, 1)
         copies += 1
     return copies
