@@ -5,19 +5,20 @@ fractional mix; fewer nodes: a second phase prices each new unit at :data:`NODE_
 the average unit cost, so patterns of bigger units are generated too. Integer plan: the units
 the LP takes whole are kept (each new unit priced at :data:`NODE_TOLERANCE`, so bigger units
 win ties); the remainder (a few units per basic pattern) gets its own column generation,
-seeded with small single-item units, and a MIP over that LP's support; a plan still far
-from its bound is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`). Small plans
+seeded with small single-item units (and, on large plans, with the remainder packed greedily:
+whole units whose contents fit together, which the LP's fractional patterns of, e.g., gang
+slots on dear nodes rarely offer), and a MIP over that LP's support and those seeds; a plan
+still far from its bound is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`). Small plans
 (:data:`EXACT_UNITS`): every kind is also priced exactly, which gives Lagrangian cost bounds,
 and a dive makes a second integer plan; the better one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
 pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP over the
 patterns near that problem's LP solution (:data:`FEWEST_REDUCED_COST`) takes one with the
 fewest new units (:data:`FEWEST_UNITS_MAX`). Large plans (:data:`GREEDY_START_ITEMS`) start
-from a greedy plan instead of single-item units. Column generation stops once the work
-budget (:mod:`~autoscaler.planner.budget`) is spent; the LP's whole units are then kept, the
-rest packed greedily, and the greedy start kept where it is better. Every work limit is a
-count; nothing depends on wall-clock time.
-"""
+from a greedy plan instead of single-item units. Column generation stops once the work budget
+(:mod:`~autoscaler.planner.budget`) is spent; the LP's whole units are then kept, the rest
+packed greedily, and the greedy start kept where it is better. Every work limit is a count;
+nothing depends on wall-clock time."""
 
 from __future__ import annotations
 
@@ -44,7 +45,9 @@ from autoscaler.planner.packing import Kind, Pattern, covered_copies
 GREEDY_START_ITEMS = 150
 """Plans of at least this many items start column generation from a greedy plan
 (:mod:`~autoscaler.planner.greedy`): where every round is dear, a good start saves many, and
-if the work budget runs out that plan is still there to keep."""
+if the work budget runs out that plan is still there to keep. Their rounding's MIP is also
+offered the remainder packed greedily (gang-heavy plans of 2,000 bundles: up to 4% above
+their bound before, at most 3.6% after, most under 2%)."""
 RESIDUAL_SEEDS = 3
 """Single-item units offered per item for the remainder (small units round better)."""
 NODE_TOLERANCE = 0.005
@@ -248,6 +251,10 @@ def _round(
         for item in rest_items
         for pattern in seed(residual, kinds, item, rest, RESIDUAL_SEEDS)
     ]
+    if len(items) >= GREEDY_START_ITEMS:  # and on large plans, what is left packed greedily
+        for pattern, _ in _packed(rest_items, rest, kinds, rest_limits, rest_room):
+            residual.add(pattern)
+            seeded.append(pattern)
     column_generation(residual, kinds, rest, MAX_ROUNDS, budget)
     pool.update(dict.fromkeys(residual.patterns))
     if near is None:  # the MIP: the LP's support and single-item units
@@ -278,12 +285,24 @@ def _greedy_rest(
     covered = covered_copies(taken)
     rest = {i: n - covered.get(i, 0) for i, n in demand.items() if covered.get(i, 0) < n}
     limits, room = _room_left(taken, kinds, global_room)
-    left_kinds = [replace(kind, limit=limits[kind.index]) for kind in kinds]
-    chosen, _ = greedy([item for item in items if item.index in rest], rest, left_kinds, room)
     plan = dict(taken)
-    for pattern, units in chosen:
+    for pattern, units in _packed(items, rest, kinds, limits, room):
         plan[pattern] = plan.get(pattern, 0) + units
     return plan
+
+
+def _packed(
+    items: Sequence[Item],
+    rest: Mapping[int, int],
+    kinds: Sequence[Kind],
+    limits: Mapping[int, int | None],
+    room: int | None,
+) -> list[tuple[Pattern, int]]:
+    """``rest`` packed greedily into the units each kind (``limits``) and the cluster
+    (``room``) may still take."""
+    left_kinds = [replace(kind, limit=limits[kind.index]) for kind in kinds]
+    chosen, _ = greedy([item for item in items if item.index in rest], rest, left_kinds, room)
+    return chosen
 
 
 def _room_left(
