@@ -13,10 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 WORK_LIMIT = 450_000
-"""Work units one plan may spend on column generation and rounding (see module doc). Plans
-up to a few thousand bundles finish well below it; on gang-heavy plans of 20,000 bundles it
-allows about 20 pricing rounds (about 0.3 s of column generation on the benchmark machine):
-with 13 their LP was still falling and plans stayed up to 3.6% above their bound."""
+"""Work units one plan may spend on column generation and rounding (see module doc)."""
 
 
 @dataclass
