@@ -26,7 +26,7 @@ import numpy as np
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.items import DEVICE_RESOURCES, Item
 from autoscaler.planner.packing import Kind, fit
-from autoscaler.planner.solver import GUARD_TIME_S, add_rows, new_solver
+from autoscaler.planner.solver import GUARD_TIME_S, add_rows, limit_mip, new_solver
 
 MIP_BOUND_ABOVE = 0.025
 """Where the plan costs more than this above the LP bound, the Lagrangian bound is asked for,
@@ -192,8 +192,9 @@ def lower_bounds(
     small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
     close = 1 + MIP_BOUND_ABOVE
 
-    def whole_units(objective: np.ndarray) -> float | None:
-        """Root dual bound with whole units (valid wherever the node limit stops it)."""
+    def whole_units(objective: np.ndarray | None, enough: float) -> float | None:
+        """Root dual bound with whole units (valid wherever the search stops: at the node
+        limit, once it reaches ``enough``, or once the cut loop stalls)."""
         mip = model()
         units = list(x_of.values())
         mip.changeColsIntegrality(
@@ -214,6 +215,7 @@ def lower_bounds(
             mip.setOptionValue(option, False)
         mip.setOptionValue("mip_heuristic_effort", 0.0)
         mip.setOptionValue("mip_rel_gap", 1e-4)
+        limit_mip(mip, dual_enough=enough, stall=True)
         mip.run()
         status = mip.getModelStatus()
         if status == highspy.HighsModelStatus.kTimeLimit:
@@ -226,7 +228,7 @@ def lower_bounds(
     if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
         cost_bound = max(cost_bound, known_cost(cost_bound))
     if small and cost_cap is not None and cost_cap > close * cost_bound:
-        dual = whole_units(None)
+        dual = whole_units(None, cost_cap / close)
         if dual is not None:
             cost_bound = max(cost_bound, dual)
     # The unit bound is for plans placing as much: hold the unplaced copies where they are.
@@ -243,7 +245,7 @@ def lower_bounds(
     h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
     unit_bound = _solve(h, highspy, notes, slack_cols, 10.0)
     if small and plan_units > NODE_MIP_ABOVE * unit_bound:
-        dual = whole_units(np.array(nodes))
+        dual = whole_units(np.array(nodes), plan_units / NODE_MIP_ABOVE)
         if dual is not None:
             unit_bound = max(unit_bound, dual)
     return Bounds(max(cost_bound, 0.0), max(0, math.ceil(unit_bound - 1e-6)), tuple(notes))

@@ -14,19 +14,33 @@ from dataclasses import dataclass
 
 WORK_LIMIT = 300_000
 """Work units one plan may spend on column generation and rounding (see module doc)."""
+MIP_WORK_LIMIT = 100_000
+"""Work units one plan's integer programs may spend: each time HiGHS calls back from a MIP
+(fixed points of its cut loop and search), the model's rows plus columns. Once spent, each
+MIP still running, or started later, stops at its first plan
+(:func:`~autoscaler.planner.solver.limit_mip`)."""
 
 
 @dataclass
 class Budget:
     limit: int = WORK_LIMIT
     used: int = 0
+    mip_limit: int = MIP_WORK_LIMIT
+    mip_used: int = 0
 
     def spend(self, units: int) -> None:
         self.used += units
 
+    def spend_mip(self, units: int) -> None:
+        self.mip_used += units
+
     @property
     def exhausted(self) -> bool:
         return self.used >= self.limit
+
+    @property
+    def mip_exhausted(self) -> bool:
+        return self.mip_used >= self.mip_limit
 
     def note(self) -> str:
         return (

@@ -256,7 +256,9 @@ def _round(
         support = residual.near_support(near, seeded)
         support.solve_lp()
     nodes = MIP_MAX_NODES if held_back == 0 and near is None else ROUND_AGAIN_NODES
-    units_per_pattern = support.solve_integer(notes, MIP_REL_GAP * lp_cost, max_nodes=nodes)
+    units_per_pattern = support.solve_integer(
+        notes, MIP_REL_GAP * lp_cost, max_nodes=nodes, budget=budget
+    )
     for pattern, units in zip(support.patterns, units_per_pattern, strict=True):
         if units > 0:
             taken[pattern] = taken.get(pattern, 0) + units
@@ -383,7 +385,9 @@ def _fewest_units(
     near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
     near.cap_cost(budget)
     near.set_surcharge(mip_weight)
-    units = near.solve_integer(notes, budget, moved, placed, FEWEST_MIP_NODES, FEWEST_IMPROVING)
+    units = near.solve_integer(
+        notes, budget, moved, placed, FEWEST_MIP_NODES, FEWEST_IMPROVING, work
+    )
     chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
 
     return min((taken, moved, chosen), key=rank)
