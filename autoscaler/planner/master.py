@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
 from autoscaler.planner.packing import Kind, Pattern, covered_copies
-from autoscaler.planner.budget import Budget
 from autoscaler.planner.solver import GUARD_TIME_S, SolverError, limit_mip, new_solver
 
 MIP_REL_GAP = 1e-3
@@ -227,15 +227,16 @@ class Master:
         max_nodes: int = MIP_MAX_NODES,
         max_improving: int | None = None,
         budget: Budget | None = None,
-        callbacks: int | None = None,
+        optional: bool = True,
     ) -> list[int]:
         """Units per pattern: the integer plan of least cost plus surcharges over the
         generated patterns (falls back to the LP solution rounded down). ``start``: a plan
         the search starts from (units per pattern, covering ``demand`` but for whole gangs);
         only plans better than it by more than ``absolute_gap`` are searched for (it is
         returned where there is none); ``max_improving``: the search stops once it has found
-        this many better plans; ``budget`` (its MIP work) and ``callbacks``: with a plan
-        found, the search stops once either is spent (:func:`~autoscaler.planner.solver.limit_mip`)."""
+        this many better plans; ``budget``: the search's work is counted there and, for an
+        ``optional`` plan (one the caller may discard), stops with the best plan found once
+        the budget's MIP work is spent (:func:`~autoscaler.planner.solver.limit_mip`)."""
         highspy = self.highspy
         h = self.h
         lp_values = list(h.getSolution().col_value)
@@ -257,7 +258,7 @@ class Master:
         if start is not None and demand is not None:
             start_units, start_cost = self._start(start, demand)
             h.setOptionValue("objective_bound", start_cost - absolute_gap)
-        limit_mip(h, budget, callbacks=callbacks)
+        limit_mip(h, budget, optional=optional, has_plan=start_units is not None)
         values = self._run_mip(notes, "integer plan")
         if values is None and start_units is not None:
             return start_units  # none better than the start by more than the gap

@@ -56,51 +56,51 @@ def add_rows(solver, rows: Sequence[tuple[list[int], list[float], float, float]]
     )
 
 
-STALL_CALLBACKS = 10
 STALL_RISE = 1e-3
-"""A bound MIP whose dual bound rose by less than this fraction over its last
-:data:`STALL_CALLBACKS` callbacks has stalled: its root cut loop now adds little (on the
-benchmark sweep, what it added later was below 0.1% of the bound, and the stretches after
-such stalls took up to a quarter of a second)."""
+"""A bound MIP whose dual bound rose by less than this fraction over its last ``stall``
+callbacks has stalled: its root cut loop now adds little (on the benchmark sweep, what it
+added later was below 0.1% of the bound, and the stretches after such stalls took up to a
+quarter of a second)."""
 
 
 def limit_mip(
     solver,
     budget: Budget | None = None,
     *,
-    callbacks: int | None = None,
+    optional: bool = True,
     dual_enough: float | None = None,
-    stall: bool = False,
+    stall: int | None = None,
+    stall_above: float = -math.inf,
+    has_plan: bool = False,
 ) -> None:
-    """Interrupt ``solver``'s next MIP run at the first callback where it may stop:
+    """Count ``solver``'s next MIP run's work into ``budget`` (each callback spends the
+    model's rows plus columns) and interrupt it at the first callback where it may stop:
 
-    - with an incumbent, once ``budget``'s MIP work is spent (each callback spends the
-      model's rows plus columns) or after ``callbacks`` callbacks;
+    - an ``optional`` MIP (one whose plan may be discarded), with an incumbent (or
+      ``has_plan``: the caller holds one, e.g. the plan a cutoff came from), once
+      ``budget``'s MIP work is spent;
     - whatever the incumbent (a MIP run for its dual bound), once the dual bound reaches
-      ``dual_enough``, or (``stall``) once it has stalled (:data:`STALL_RISE`).
+      ``dual_enough``, or once it has stalled over ``stall`` callbacks (:data:`STALL_RISE`)
+      at ``stall_above`` or more.
     """
     from highspy import _core
 
     size = solver.getNumRow() + solver.getNumCol()
-    calls = 0
     bounds: list[float] = []
 
     def callback(kind, message, data_out, data_in, user) -> None:
-        nonlocal calls
-        calls += 1
         if budget is not None:
             budget.spend_mip(size)
         dual = data_out.mip_dual_bound
         bounds.append(dual)
-        incumbent = math.isfinite(data_out.mip_primal_bound)
-        spent = (budget is not None and budget.mip_exhausted) or (
-            callbacks is not None and calls >= callbacks
-        )
+        incumbent = has_plan or math.isfinite(data_out.mip_primal_bound)
+        spent = optional and budget is not None and budget.mip_exhausted
         enough = dual_enough is not None and dual >= dual_enough
         stalled = (
-            stall
-            and len(bounds) > STALL_CALLBACKS
-            and math.isfinite(earlier := bounds[-1 - STALL_CALLBACKS])
+            stall is not None
+            and dual >= stall_above
+            and len(bounds) > stall
+            and math.isfinite(earlier := bounds[-1 - stall])
             and dual - earlier <= STALL_RISE * abs(earlier)
         )
         if (spent and incumbent) or enough or stalled:
