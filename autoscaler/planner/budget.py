@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 WORK_LIMIT = 300_000
 """Work units one plan may spend on column generation and rounding (see module doc)."""
-MIP_WORK_LIMIT = 100_000
+MIP_WORK_LIMIT = 30_000
 """Work units one plan's integer programs may spend: each time HiGHS calls back from a MIP
 (fixed points of its cut loop and search), the model's rows plus columns. Once spent, each
 MIP still running, or started later, stops at its first plan

@@ -254,14 +254,17 @@ class Master:
             h.setOptionValue(option, False)
         if max_improving is not None:
             h.setOptionValue("mip_max_improving_sols", max_improving)
-        start_units = None
+        start_units, start_cost = None, math.inf
         if start is not None and demand is not None:
             start_units, start_cost = self._start(start, demand)
             h.setOptionValue("objective_bound", start_cost - absolute_gap)
         limit_mip(h, budget, optional=optional, has_plan=start_units is not None)
         values = self._run_mip(notes, "integer plan")
-        if values is None and start_units is not None:
-            return start_units  # none better than the start by more than the gap
+        if start_units is not None and (
+            values is None or h.getInfo().objective_function_value > start_cost - absolute_gap
+        ):
+            return start_units  # none better than the start by more than the gap (where the
+            # cutoff leaves no plan, HiGHS may still report a dearer one it met)
         if values is None:
             notes.append("no integer plan over the patterns: LP solution rounded down")
             return [math.floor(lp_values[c] + 1e-9) for c in self.cols]
