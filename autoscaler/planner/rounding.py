@@ -190,10 +190,12 @@ def generate(
         if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost or lp_units > ROUND_AGAIN_UNITS:
             break
         if floor is None:  # whole units may make any plan dearer than the LP's
+            # (a bound among plans costing at most ``best``: one that places everything)
+            places = _places(best_plan, demand)
             floor = lower_bounds(
                 *merged_by_shape(items, demand, kinds),
                 global_room,
-                best,
+                best if places else None,
                 _new_units(best_plan, kinds),
                 close=ROUND_AGAIN_ABOVE,
                 count_units=False,
@@ -366,13 +368,12 @@ def _fewest_units(
     :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP over the patterns near
     the LP's, with a deterministic node limit, started from the local moves' plan); ``taken``
     where none has fewer."""
-    new_units = sum(u for p, u in taken.items() if kinds[p.kind].new)
+    new_units = _new_units(taken, kinds)
     if not 1 < new_units <= FEWEST_UNITS_MAX:
         return taken
     covered = covered_copies(taken)
     placed = {index: min(n, covered.get(index, 0)) for index, n in demand.items()}
-    cost = sum(kinds[p.kind].cost * u for p, u in taken.items())
-    budget = cost * (1 + NODE_TOLERANCE) + 1e-9
+    budget = _cost(taken, kinds) * (1 + NODE_TOLERANCE) + 1e-9
     weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
     # In the MIP, by more than the budget: it stops once its bound shows that no plan has a
     # unit fewer (an absolute gap of the budget), without ranking plans of as many units.
@@ -381,12 +382,10 @@ def _fewest_units(
     by_index = {item.index: item for item in items}
 
     def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
-        within = sum(kinds[p.kind].cost * u for p, u in plan.items()) <= budget
-        covers = all(covered_copies(plan).get(i, 0) >= n for i, n in placed.items())
-        if not (within and covers):
+        cost = _cost(plan, kinds)
+        if cost > budget or not _places(plan, placed):
             return (float("inf"), 0.0)
-        new = sum(u for p, u in plan.items() if kinds[p.kind].new)
-        return (new, sum(kinds[p.kind].cost * u for p, u in plan.items()))
+        return (_new_units(plan, kinds), cost)
 
     # Local moves first (cheap; they trade cost for fewer units within the budget), then a
     # MIP over the patterns near the LP's (every pattern seen, priced), started from theirs.
@@ -411,6 +410,11 @@ def _fewest_units(
 
 def _cost(plan: Mapping[Pattern, int], kinds: Sequence[Kind]) -> float:
     return sum(kinds[p.kind].cost * u for p, u in plan.items())
+
+
+def _places(plan: Mapping[Pattern, int], demand: Mapping[int, int]) -> bool:
+    covered = covered_copies(plan)
+    return all(covered.get(index, 0) >= n for index, n in demand.items())
 
 
 def _new_units(plan: Mapping[Pattern, int], kinds: Sequence[Kind]) -> int:
