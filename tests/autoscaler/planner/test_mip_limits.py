@@ -5,10 +5,6 @@ gives a valid bound."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import highspy
 import numpy as np
 import pytest
@@ -20,9 +16,9 @@ from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.master import Master
 from autoscaler.planner.packing import Kind, covered_copies
 from autoscaler.planner.solver import add_rows, limit_mip, new_solver
+from tests.autoscaler.planner.test_budget import in_two_processes
 
 GIB = 2**30
-ROOT = Path(__file__).resolve().parents[3]
 TYPES = (
     NodeType("c.xlarge", {"CPU": 4, "memory": 8 * GIB}, 0.17),
     NodeType("m.2xlarge", {"CPU": 8, "memory": 32 * GIB}, 0.38),
@@ -124,12 +120,7 @@ def test_a_bound_mip_stopped_once_its_bound_is_enough_keeps_a_valid_bound():
 def test_a_plan_whose_mips_spend_their_budget_is_the_same_in_another_process():
     # A 200-bundle GCP backlog whose rounding and fewest-nodes MIPs run into the plan's MIP
     # work budget: where they stop is counted, so two processes print the same plan.
-    code = (
-        "import sys; sys.path.insert(0, 'benchmarks');"
-        "from planner_problems import mixed_problem;"
-        "from autoscaler.config import parse_cluster_config;"
-        "from autoscaler.demand import parse_demand;"
-        "from autoscaler.planner import PlanRequest, plan;"
+    runs = in_two_processes(
         "from autoscaler.planner import budget;"
         "spent = [];"
         "spend = budget.Budget.spend_mip;"
@@ -139,11 +130,5 @@ def test_a_plan_whose_mips_spend_their_budget_is_the_same_in_another_process():
         "print(max(spent) >= budget.MIP_WORK_LIMIT, sorted(r.launch_counts().items()),"
         " r.cost_per_hour, r.lower_bound_per_hour, r.node_lower_bound)"
     )
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout
-        for _ in range(2)
-    ]
     assert runs[0].startswith("True ")  # the budget was reached
     assert runs[0] == runs[1]
