@@ -26,7 +26,7 @@ import numpy as np
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.items import DEVICE_RESOURCES, Item
 from autoscaler.planner.packing import Kind, fit
-from autoscaler.planner.solver import GUARD_TIME_S, add_rows, new_solver
+from autoscaler.planner.solver import GUARD_TIME_S, add_rows, limit_mip, new_solver
 
 MIP_BOUND_ABOVE = 0.025
 """Where the plan costs more than this above the LP bound, the Lagrangian bound is asked for,
@@ -40,6 +40,12 @@ MIP_BOUND_UNITS = 300
 unit per kind is a small share of the cost, the Lagrangian bound covers what packing adds,
 and the MIP's root costs more than it gains)."""
 MIP_BOUND_NODES = 1
+COST_STALL = 10
+"""The whole-unit cost MIP stops once its dual bound stalls over this many callbacks
+(:func:`~autoscaler.planner.solver.limit_mip`), but only where it shows the plan within
+:data:`TARGET` already (else it works on for the proof; the unit bound's MIP always does)."""
+TARGET = 0.03
+"""The planner's quality target: a plan costs at most this fraction above its bound."""
 DFF_ORDERS = (1, 2)
 """Per kind and resource, a row per order of the dual-feasible function (:func:`_dff`)."""
 BOUND_ONLY_OFF = (
@@ -70,12 +76,15 @@ def lower_bounds(
     cost_cap: float | None = None,
     plan_units: int | None = None,
     known_cost: Callable[[float], float] | None = None,
+    close: float = MIP_BOUND_ABOVE,
+    count_units: bool = True,
 ) -> Bounds:
     """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
     most ``cost_cap`` (None: any plan). ``known_cost(floor)``: a cost bound proved otherwise
     (a Lagrangian one; at most ``floor`` where it cannot beat that), asked for only where the
-    LP bound does not show the plan close enough; where it does, the whole-unit cost MIP is
-    skipped."""
+    LP bound does not show a plan costing ``cost_cap`` within ``close`` of the bound; where it
+    does, the whole-unit cost MIP is skipped, and that MIP stops once it does.
+    ``count_units``: False leaves the unit bound at 0 (only the cost bound is wanted)."""
     import highspy
 
     items = [item for item in items if demand.get(item.index, 0) > 0]
@@ -190,10 +199,13 @@ def lower_bounds(
     notes: list[str] = []
     cost_bound = _solve(h, highspy, notes, slack_cols, penalty)
     small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
-    close = 1 + MIP_BOUND_ABOVE
+    close = 1 + close
 
-    def whole_units(objective: np.ndarray) -> float | None:
-        """Root dual bound with whole units (valid wherever the node limit stops it)."""
+    def whole_units(
+        objective: np.ndarray | None, enough: float, stall_above: float = math.inf
+    ) -> float | None:
+        """Root dual bound with whole units (valid wherever the search stops: at the node
+        limit, once it reaches ``enough``, or once the cut loop stalls)."""
         mip = model()
         units = list(x_of.values())
         mip.changeColsIntegrality(
@@ -214,6 +226,7 @@ def lower_bounds(
             mip.setOptionValue(option, False)
         mip.setOptionValue("mip_heuristic_effort", 0.0)
         mip.setOptionValue("mip_rel_gap", 1e-4)
+        limit_mip(mip, dual_enough=enough, stall=COST_STALL, stall_above=stall_above)
         mip.run()
         status = mip.getModelStatus()
         if status == highspy.HighsModelStatus.kTimeLimit:
@@ -226,9 +239,11 @@ def lower_bounds(
     if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
         cost_bound = max(cost_bound, known_cost(cost_bound))
     if small and cost_cap is not None and cost_cap > close * cost_bound:
-        dual = whole_units(None)
+        dual = whole_units(None, cost_cap / close, cost_cap / (1 + TARGET))
         if dual is not None:
             cost_bound = max(cost_bound, dual)
+    if not count_units:
+        return Bounds(max(cost_bound, 0.0), 0, tuple(notes))
     # The unit bound is for plans placing as much: hold the unplaced copies where they are.
     left = h.getSolution().col_value
     for col in slack_cols:
@@ -243,7 +258,7 @@ def lower_bounds(
     h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
     unit_bound = _solve(h, highspy, notes, slack_cols, 10.0)
     if small and plan_units > NODE_MIP_ABOVE * unit_bound:
-        dual = whole_units(np.array(nodes))
+        dual = whole_units(np.array(nodes), plan_units / NODE_MIP_ABOVE)
         if dual is not None:
             unit_bound = max(unit_bound, dual)
     return Bounds(max(cost_bound, 0.0), max(0, math.ceil(unit_bound - 1e-6)), tuple(notes))

@@ -4,8 +4,11 @@ Column generation and rounding spend *work units*: each LP solve of the master c
 rows plus columns, each pricing pass the items it ranks for every kind. Once the budget is
 spent, the search stops where it stands: what the patterns found so far cover is kept, and
 the rest is placed greedily (:mod:`~autoscaler.planner.greedy`), so every feasible bundle is
-still placed and the plan keeps its valid lower bound. The same input spends the same work
-on any machine, under any load, so it gets the same plan.
+still placed and the plan keeps its valid lower bound. Integer programs spend a budget of
+their own (:data:`MIP_WORK_LIMIT`, counted where HiGHS calls back); once it is spent, the
+optional ones (rounding again, fewest nodes) keep the first plan they have, and the plan
+that rounding makes first still finishes. The same input spends the same work on any
+machine, under any load, so it gets the same plan.
 """
 
 from __future__ import annotations
@@ -14,19 +17,35 @@ from dataclasses import dataclass
 
 WORK_LIMIT = 450_000
 """Work units one plan may spend on column generation and rounding (see module doc)."""
+MIP_WORK_LIMIT = 30_000
+"""Work units one plan's integer programs may spend: each time HiGHS calls back from a MIP
+(fixed points of its cut loop and search), the model's rows plus columns. Once spent, each
+optional MIP still running, or started later, stops at its first plan
+(:func:`~autoscaler.planner.solver.limit_mip`). On the 200-bundle benchmark sweep most plans
+spend less; those that reach it were spending up to 20 times as much, mostly on searches
+for a node fewer."""
 
 
 @dataclass
 class Budget:
     limit: int = WORK_LIMIT
     used: int = 0
+    mip_limit: int = MIP_WORK_LIMIT
+    mip_used: int = 0
 
     def spend(self, units: int) -> None:
         self.used += units
 
+    def spend_mip(self, units: int) -> None:
+        self.mip_used += units
+
     @property
     def exhausted(self) -> bool:
         return self.used >= self.limit
+
+    @property
+    def mip_exhausted(self) -> bool:
+        return self.mip_used >= self.mip_limit
 
     def note(self) -> str:
         return (

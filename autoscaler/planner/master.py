@@ -14,9 +14,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
 from autoscaler.planner.packing import Kind, Pattern, covered_copies
-from autoscaler.planner.solver import GUARD_TIME_S, SolverError, new_solver
+from autoscaler.planner.solver import GUARD_TIME_S, SolverError, limit_mip, new_solver
 
 MIP_REL_GAP = 1e-3
 MIP_MAX_NODES = 400
@@ -225,11 +226,17 @@ class Master:
         demand: Mapping[int, int] | None = None,
         max_nodes: int = MIP_MAX_NODES,
         max_improving: int | None = None,
+        budget: Budget | None = None,
+        optional: bool = True,
     ) -> list[int]:
         """Units per pattern: the integer plan of least cost plus surcharges over the
         generated patterns (falls back to the LP solution rounded down). ``start``: a plan
         the search starts from (units per pattern, covering ``demand`` but for whole gangs);
-        ``max_improving``: the search stops once it has found this many better plans."""
+        only plans better than it by more than ``absolute_gap`` are searched for (it is
+        returned where there is none); ``max_improving``: the search stops once it has found
+        this many better plans; ``budget``: the search's work is counted there and, for an
+        ``optional`` plan (one the caller may discard), stops with the best plan found once
+        the budget's MIP work is spent (:func:`~autoscaler.planner.solver.limit_mip`)."""
         highspy = self.highspy
         h = self.h
         lp_values = list(h.getSolution().col_value)
@@ -247,9 +254,17 @@ class Master:
             h.setOptionValue(option, False)
         if max_improving is not None:
             h.setOptionValue("mip_max_improving_sols", max_improving)
+        start_units, start_cost = None, math.inf
         if start is not None and demand is not None:
-            self._start(start, demand)
+            start_units, start_cost = self._start(start, demand)
+            h.setOptionValue("objective_bound", start_cost - absolute_gap)
+        limit_mip(h, budget, optional=optional, has_plan=start_units is not None)
         values = self._run_mip(notes, "integer plan")
+        if start_units is not None and (
+            values is None or h.getInfo().objective_function_value > start_cost - absolute_gap
+        ):
+            return start_units  # none better than the start by more than the gap (where the
+            # cutoff leaves no plan, HiGHS may still report a dearer one it met)
         if values is None:
             notes.append("no integer plan over the patterns: LP solution rounded down")
             return [math.floor(lp_values[c] + 1e-9) for c in self.cols]
@@ -273,11 +288,17 @@ class Master:
             found.append(float(max(most, (start or {}).get(pattern, 0))))
         return found
 
-    def _start(self, start: Mapping[Pattern, int], demand: Mapping[int, int]) -> None:
-        values = [0.0] * self.h.getNumCol()
-        position = {pattern: col for pattern, col in zip(self.patterns, self.cols, strict=True)}
-        for pattern, units in start.items():
-            values[position[pattern]] = float(units)
+    def _start(
+        self, start: Mapping[Pattern, int], demand: Mapping[int, int]
+    ) -> tuple[list[int], float]:
+        """``start``'s units per pattern and its objective (slack for unplaced copies
+        included). It is given to HiGHS as a cutoff, not as a start solution: HiGHS 1.16 maps
+        a start into its presolved space with a wrong objective (far above its true cost),
+        so plans dearer than the start, even ones leaving copies unplaced, passed as
+        improvements."""
+        units = [start.get(pattern, 0) for pattern in self.patterns]
+        costs = self.h.getLp().col_cost_
+        objective = sum(costs[col] * n for col, n in zip(self.cols, units, strict=True))
         covered = covered_copies(start)
         for col, rows in zip(self.slack_cols, self.slack_rows, strict=True):
             short = [
@@ -285,11 +306,8 @@ class Master:
                 for index, row in self.row_of.items()
                 if row in rows
             ]
-            values[col] = float(max([0, *short]))
-        solution = self.highspy.HighsSolution()
-        solution.col_value = values
-        solution.value_valid = True
-        self.h.setSolution(solution)
+            objective += costs[col] * max([0, *short])
+        return units, objective
 
     def _run_mip(self, notes: list[str], what: str) -> list[float] | None:
         h = self.h
@@ -298,7 +316,7 @@ class Master:
         ok = self.highspy.HighsModelStatus
         if status == ok.kTimeLimit:
             notes.append(f"{what}: solver time guard ({GUARD_TIME_S:g} s) reached")
-        elif status not in (ok.kOptimal, ok.kSolutionLimit, ok.kIterationLimit) and (
+        elif status not in (ok.kOptimal, ok.kSolutionLimit, ok.kIterationLimit, ok.kInterrupt) and (
             "node" not in h.modelStatusToString(status).lower()
         ):
             notes.append(f"{what}: solver ended {h.modelStatusToString(status)}")

@@ -140,11 +140,15 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
 
     def known_cost(floor: float) -> float:
-        """The Lagrangian relaxations' bound on plans placing the whole demand."""
-        if any(missing > 0 for missing in unplaced.values()) or not realised.dual_bounds:
+        """What rounding's whole-unit bound and the Lagrangian relaxations prove about plans
+        placing the whole demand."""
+        if any(missing > 0 for missing in unplaced.values()):
             return 0.0
-        kinds_used, duals = realised.dual_bounds
-        costs = [d.cost_bound(kinds_used, demand_cost + 1e-9, floor) for d in duals]
+        floor = max(floor, realised.cost_floor)
+        costs = [realised.cost_floor]
+        if realised.dual_bounds:
+            kinds_used, duals = realised.dual_bounds
+            costs += [d.cost_bound(kinds_used, demand_cost + 1e-9, floor) for d in duals]
         return max([0.0] + [c for c in costs if c is not None])
 
     bounds = lower_bounds(
@@ -321,10 +325,12 @@ class _Realisation:
         self.notes = notes
         self.groups: list[_Group] = []
         self.dual_bounds: tuple[list[Kind], list] | None = None
+        self.cost_floor = 0.0
 
     def run(self, demand: Mapping[int, int]) -> None:
         result = self._generate(demand, self.kinds, self.global_room)
         self.notes.extend(result.notes)
+        self.cost_floor = result.cost_floor
         if result.dual_bounds:
             self.dual_bounds = (result.kinds, result.dual_bounds)
         self._add(result.kinds, result.chosen)

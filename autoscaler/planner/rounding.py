@@ -82,12 +82,13 @@ at most this many new units: there rounding and missed patterns weigh most, and 
 Lagrangian bounds it yields are what make small plans' bounds tight."""
 ROUND_AGAIN_ABOVE = 0.02
 """Where the best integer plan costs more than this fraction above both the cheapest
-fractional plan and the bound LP (:func:`~autoscaler.planner.bound.lower_bounds`, which knows
-whole units, e.g. of multi-host slices), it is rounded again, up to three ways, until one is
-that close: holding back a unit of each pattern the LP takes whole (where those units leave
-an expensive fraction, the residual MIP may choose a cheaper mix); keeping them but giving the
-residual MIP every pattern whose reduced cost is within :data:`NEAR_REDUCED_COST` of the
-average unit cost; both. The cheapest plan is kept."""
+fractional plan and the bound (:func:`~autoscaler.planner.bound.lower_bounds`, which knows
+whole units, e.g. of multi-host slices; its whole-unit MIP runs until it shows the plan that
+close), it is rounded again, up to three ways, until one is that close: holding back a unit
+of each pattern the LP takes whole (where those units leave an expensive fraction, the
+residual MIP may choose a cheaper mix); keeping them but giving the residual MIP every
+pattern whose reduced cost is within :data:`NEAR_REDUCED_COST` of the average unit cost;
+both. The cheapest plan is kept, and the bound goes with it to the plan's own."""
 NEAR_REDUCED_COST = 0.1
 ROUND_AGAIN_UNITS = 100
 """...for plans of at most this many new units in the LP (beyond that, a unit's rounding is a
@@ -110,6 +111,9 @@ class Result:
     notes: list[str]
     dual_bounds: list[DualBound] = field(default_factory=list)
     """Lagrangian relaxations of placing the whole demand (exact pricing only)."""
+    cost_floor: float = 0.0
+    """A bound on the cost of any plan placing the whole demand, where rounding proved one
+    (whole units; 0 where it needed none)."""
 
 
 def generate(
@@ -184,12 +188,22 @@ def generate(
     near = NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)
     floor = None
     for held_back, within in ((1, None), (0, near), (1, near)):
-        best = min(sum(kinds[p.kind].cost * u for p, u in plan.items()) for plan in plans)
+        best_plan = min(plans, key=lambda plan: _cost(plan, kinds))
+        best = _cost(best_plan, kinds)
         if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost or lp_units > ROUND_AGAIN_UNITS:
             break
         if floor is None:  # whole units may make any plan dearer than the LP's
-            floor = lower_bounds(*merged_by_shape(items, demand, kinds), global_room).cost
-        if best <= (1 + ROUND_AGAIN_ABOVE) * floor or budget.exhausted:
+            # (a bound among plans costing at most ``best``: one that places everything)
+            places = _places(best_plan, demand)
+            floor = lower_bounds(
+                *merged_by_shape(items, demand, kinds),
+                global_room,
+                best if places else None,
+                _new_units(best_plan, kinds),
+                close=ROUND_AGAIN_ABOVE,
+                count_units=False,
+            ).cost
+        if best <= (1 + ROUND_AGAIN_ABOVE) * floor or budget.exhausted or budget.mip_exhausted:
             break
         again = _round(*args, held_back=held_back, near=within)
         plans.append(_improved(again, kinds, by_index, demand, global_room, master.surcharge))
@@ -208,7 +222,7 @@ def generate(
         for index in by_index
         if covered.get(index, 0) < demand[index]
     }
-    return Result(kinds, chosen, unplaced, notes, dual_bounds)
+    return Result(kinds, chosen, unplaced, notes, dual_bounds, floor or 0.0)
 
 
 def _round(
@@ -228,7 +242,8 @@ def _round(
     """Integer plan: what the LP takes whole stays, but for ``held_back`` units of each
     pattern; the rest (a few units per basic pattern) is planned again with patterns
     generated for it, then solved as a MIP (unless the budget is spent: the rest is then left
-    to the greedy packing)."""
+    to the greedy packing). Rounding again, the MIP's plan is optional: it stops at its
+    first plan once the budget's MIP work is spent."""
     by_index = {item.index: item for item in items}
     lp_cost, _ = master.lp_cost_and_units()
     taken: dict[Pattern, int] = {}
@@ -262,8 +277,11 @@ def _round(
     else:  # ... or every pattern within ``near`` of entering the LP
         support = residual.near_support(near, seeded)
         support.solve_lp()
-    nodes = MIP_MAX_NODES if held_back == 0 and near is None else ROUND_AGAIN_NODES
-    units_per_pattern = support.solve_integer(notes, MIP_REL_GAP * lp_cost, max_nodes=nodes)
+    again = held_back > 0 or near is not None
+    nodes = ROUND_AGAIN_NODES if again else MIP_MAX_NODES
+    units_per_pattern = support.solve_integer(
+        notes, MIP_REL_GAP * lp_cost, max_nodes=nodes, budget=budget, optional=again
+    )
     for pattern, units in zip(support.patterns, units_per_pattern, strict=True):
         if units > 0:
             taken[pattern] = taken.get(pattern, 0) + units
@@ -369,13 +387,12 @@ def _fewest_units(
     :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP over the patterns near
     the LP's, with a deterministic node limit, started from the local moves' plan); ``taken``
     where none has fewer."""
-    new_units = sum(u for p, u in taken.items() if kinds[p.kind].new)
+    new_units = _new_units(taken, kinds)
     if not 1 < new_units <= FEWEST_UNITS_MAX:
         return taken
     covered = covered_copies(taken)
     placed = {index: min(n, covered.get(index, 0)) for index, n in demand.items()}
-    cost = sum(kinds[p.kind].cost * u for p, u in taken.items())
-    budget = cost * (1 + NODE_TOLERANCE) + 1e-9
+    budget = _cost(taken, kinds) * (1 + NODE_TOLERANCE) + 1e-9
     weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
     # In the MIP, by more than the budget: it stops once its bound shows that no plan has a
     # unit fewer (an absolute gap of the budget), without ranking plans of as many units.
@@ -384,16 +401,16 @@ def _fewest_units(
     by_index = {item.index: item for item in items}
 
     def rank(plan: Mapping[Pattern, int]) -> tuple[float, float]:
-        within = sum(kinds[p.kind].cost * u for p, u in plan.items()) <= budget
-        covers = all(covered_copies(plan).get(i, 0) >= n for i, n in placed.items())
-        if not (within and covers):
+        cost = _cost(plan, kinds)
+        if cost > budget or not _places(plan, placed):
             return (float("inf"), 0.0)
-        new = sum(u for p, u in plan.items() if kinds[p.kind].new)
-        return (new, sum(kinds[p.kind].cost * u for p, u in plan.items()))
+        return (_new_units(plan, kinds), cost)
 
     # Local moves first (cheap; they trade cost for fewer units within the budget), then a
     # MIP over the patterns near the LP's (every pattern seen, priced), started from theirs.
     moved = dict(improve(list(taken.items()), kinds, by_index, placed, global_room, weight, budget))
+    if work.mip_exhausted:
+        return min((taken, moved), key=rank)
     master = Master(items, placed, kinds, limits, global_room, penalty, weight)
     for pattern in [*pool, *moved]:
         master.add(pattern)
@@ -402,10 +419,25 @@ def _fewest_units(
     near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
     near.cap_cost(budget)
     near.set_surcharge(mip_weight)
-    units = near.solve_integer(notes, budget, moved, placed, FEWEST_MIP_NODES, FEWEST_IMPROVING)
+    units = near.solve_integer(
+        notes, budget, moved, placed, FEWEST_MIP_NODES, FEWEST_IMPROVING, work
+    )
     chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
 
     return min((taken, moved, chosen), key=rank)
+
+
+def _cost(plan: Mapping[Pattern, int], kinds: Sequence[Kind]) -> float:
+    return sum(kinds[p.kind].cost * u for p, u in plan.items())
+
+
+def _places(plan: Mapping[Pattern, int], demand: Mapping[int, int]) -> bool:
+    covered = covered_copies(plan)
+    return all(covered.get(index, 0) >= n for index, n in demand.items())
+
+
+def _new_units(plan: Mapping[Pattern, int], kinds: Sequence[Kind]) -> int:
+    return sum(u for p, u in plan.items() if kinds[p.kind].new)
 
 
 def _objective(master: Master, chosen: Mapping[Pattern, int], demand: Mapping[int, int]) -> float:

@@ -55,24 +55,36 @@ def test_budget_reached_still_places_every_feasible_bundle_with_a_valid_bound(ki
     assert result.lower_bound_per_hour <= full.cost_per_hour
 
 
+BENCHMARK_IMPORTS = (
+    "import sys; sys.path.insert(0, 'benchmarks');"
+    "from planner_problems import mixed_problem;"
+    "from autoscaler.config import parse_cluster_config;"
+    "from autoscaler.demand import parse_demand;"
+    "from autoscaler.planner import PlanRequest, plan;"
+)
+
+
+def in_two_processes(code: str) -> list[str]:
+    """What ``code`` (after the benchmark problems' imports) prints in two fresh processes."""
+    return [
+        subprocess.run(
+            [sys.executable, "-c", BENCHMARK_IMPORTS + code],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for _ in range(2)
+    ]
+
+
 def test_budget_is_counted_work_so_the_plan_is_the_same_in_another_process():
-    code = (
-        "import sys; sys.path.insert(0, 'benchmarks');"
-        "from planner_problems import mixed_problem;"
-        "from autoscaler.config import parse_cluster_config;"
-        "from autoscaler.demand import parse_demand;"
-        "from autoscaler.planner import PlanRequest, plan;"
+    runs = in_two_processes(
         "c, d = mixed_problem(2000, 'gangs', 0); config = parse_cluster_config(c, 'bench');"
         "r = plan(PlanRequest(config.node_types(), parse_demand(d), (), config.limits()),"
         " work_limit=20_000);"
         "print(sorted(r.launch_counts().items()), r.cost_per_hour, r.lower_bound_per_hour)"
     )
-    runs = [
-        subprocess.run(
-            [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout
-        for _ in range(2)
-    ]
     assert runs[0] == runs[1]
     result = plan(generated(2000, "gangs", 0), work_limit=20_000)
     assert _reached(result)
