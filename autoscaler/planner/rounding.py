@@ -1,21 +1,21 @@
 """Integer plans from column generation: rounding, diving, improvement, fewest units.
 
-Gilmore-Gomory over patterns (:mod:`~autoscaler.planner.columns`) finds the cheapest
-fractional mix; fewer nodes: a second phase prices each new unit at :data:`NODE_PRICING` of
-the average unit cost, so patterns of bigger units are generated too. Integer plan: the units
-the LP takes whole are kept (each new unit priced at :data:`NODE_TOLERANCE`, so bigger units
-win ties); the remainder (a few units per basic pattern) gets its own column generation,
-seeded with small single-item units (and, on large plans, with the remainder packed greedily:
-whole units whose contents fit together, which the LP's fractional patterns of, e.g., gang
-slots on dear nodes rarely offer), and a MIP over that LP's support and those seeds; a plan
-still far from its bound is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`). Small plans
-(:data:`EXACT_UNITS`): every kind is also priced exactly, which gives Lagrangian cost bounds,
-and a dive makes a second integer plan; the better one after
+Gilmore-Gomory over patterns (:mod:`~autoscaler.planner.columns`) finds the cheapest fractional
+mix; fewer nodes: a second phase prices each new unit at :data:`NODE_PRICING` of the average
+unit cost, so patterns of bigger units are generated too. Integer plan: the units the LP takes
+whole are kept (each new unit priced at :data:`NODE_TOLERANCE`, so bigger units win ties); the
+remainder (a few units per basic pattern) gets its own column generation, seeded with small
+single-item units (and, on large plans, with the remainder packed greedily: whole units whose
+contents fit together, which the LP's fractional patterns of, e.g., gang slots on dear nodes
+rarely offer), and a MIP over that LP's support and those seeds; a plan still far from its bound
+is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`). Small plans (:data:`EXACT_UNITS`) whose
+first integer plan is not that close yet: every kind is also priced exactly, which gives
+Lagrangian cost bounds, the plan is rounded again and a dive makes another; the best one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans, among the plans over every
 pattern seen that place as much and cost at most :data:`NODE_TOLERANCE` more, a MIP over the
-patterns near that problem's LP solution (:data:`FEWEST_REDUCED_COST`) takes one with the
-fewest new units (:data:`FEWEST_UNITS_MAX`). Large plans (:data:`GREEDY_START_ITEMS`) start
-from a greedy plan instead of single-item units. Column generation stops once the work budget
+patterns near that problem's LP solution (:data:`FEWEST_REDUCED_COST`) takes one with the fewest
+new units (:data:`FEWEST_UNITS_MAX`). Large plans (:data:`GREEDY_START_ITEMS`) start from a
+greedy plan instead of single-item units. Column generation stops once the work budget
 (:mod:`~autoscaler.planner.budget`) is spent; the LP's whole units are then kept, the rest
 packed greedily, and the greedy start kept where it is better. Every work limit is a count;
 nothing depends on wall-clock time."""
@@ -78,8 +78,11 @@ TIE_BREAK = 1e-3
 bigger units (it changes any plan's cost by at most this fraction)."""
 EXACT_UNITS = 20
 """Exact pricing (:mod:`~autoscaler.planner.knapsack`) when the cheapest fractional plan has
-at most this many new units: there rounding and missed patterns weigh most, and the
-Lagrangian bounds it yields are what make small plans' bounds tight."""
+at most this many new units and its first integer plan is not within
+:data:`ROUND_AGAIN_ABOVE` of the LP or the whole-unit bound: there rounding and missed
+patterns weigh most, and the Lagrangian bounds it yields are what make small plans' bounds
+tight. (A plan already that close gains nothing from it on the benchmark sweeps, and its
+knapsacks were up to half of a small plan's time.)"""
 ROUND_AGAIN_ABOVE = 0.02
 """Where the best integer plan costs more than this fraction above both the cheapest
 fractional plan and the bound (:func:`~autoscaler.planner.bound.lower_bounds`, which knows
@@ -96,7 +99,7 @@ small share of the cost, and the residual MIPs grow dear)."""
 ROUND_AGAIN_NODES = 50
 """...each with a MIP of at most this many branch-and-bound nodes (its patterns are many)."""
 DIVE_STEPS = 80
-"""Where pricing is exact, the integer plan comes from a dive: fix the units the LP takes
+"""Where pricing is exact, another integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
 times; then a MIP over every pattern seen, started from the dive's plan."""
 
@@ -159,39 +162,26 @@ def generate(
 
     rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
     lp_cost, lp_units = master.lp_cost_and_units()
-    exact = lp_units <= EXACT_UNITS and not budget.exhausted
-    dual_bounds: list[DualBound] = []
-    if exact:
-        dual_bounds += exact_rounds(master, kinds, caps, by_index, cost_phase=True)
-        lp_cost, lp_units = master.lp_cost_and_units()
-    else:  # priced exactly only if the plan's bound needs it
-        dual_bounds.append(lagrangian(master, kinds, caps, budget))
-    # Fewer nodes: price each new unit at NODE_PRICING of the average unit cost of the
-    # cheapest (fractional) plan and generate the patterns that favours; round under the
-    # NODE_TOLERANCE price.
-    if lp_units > 0 and lp_cost > 0:
-        master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
-        rounds += column_generation(master, kinds, caps, MAX_ROUNDS, budget)
-        if exact:
-            dual_bounds += exact_rounds(master, kinds, caps, by_index)
-        master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
-        master.solve_lp()
+    small = lp_units <= EXACT_UNITS
+    dual_bounds = [lagrangian(master, kinds, caps, budget)]  # its knapsacks: only if asked
+    rounds += _node_pricing(master, kinds, caps, budget)
 
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
     args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget)
     plans = [_round(*args, held_back=0)]
     if start and budget.exhausted:  # the plan it started from may still be the better one
         plans.append(start)
-    if exact:  # a second integer plan by diving; the better one (after improvement) is kept
-        plans.append(_dive(*args))
     plans = [_improved(p, kinds, by_index, demand, global_room, master.surcharge) for p in plans]
-    near = NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)
-    floor = None
-    for held_back, within in ((1, None), (0, near), (1, near)):
+    floor: float | None = None
+
+    def close_enough() -> bool:
+        """The best plan is within ROUND_AGAIN_ABOVE of the LP or of the whole-unit bound
+        (computed once, where the LP does not show it)."""
+        nonlocal floor
         best_plan = min(plans, key=lambda plan: _cost(plan, kinds))
         best = _cost(best_plan, kinds)
-        if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost or lp_units > ROUND_AGAIN_UNITS:
-            break
+        if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost:
+            return True
         if floor is None:  # whole units may make any plan dearer than the LP's
             # (a bound among plans costing at most ``best``: one that places everything)
             places = _places(best_plan, demand)
@@ -203,7 +193,22 @@ def generate(
                 close=ROUND_AGAIN_ABOVE,
                 count_units=False,
             ).cost
-        if best <= (1 + ROUND_AGAIN_ABOVE) * floor or budget.exhausted or budget.mip_exhausted:
+        return best <= (1 + ROUND_AGAIN_ABOVE) * floor
+
+    if small and not budget.exhausted and not close_enough():
+        # Exact pricing, its Lagrangian bounds, and a second integer plan by diving.
+        master.set_surcharge(surcharge)
+        dual_bounds += exact_rounds(master, kinds, caps, by_index, cost_phase=True)
+        lp_cost, lp_units = master.lp_cost_and_units()
+        rounds += _node_pricing(master, kinds, caps, budget, by_index)
+        pool.update(dict.fromkeys(master.patterns))
+        for plan in (_round(*args, held_back=0), _dive(*args)):
+            plans.append(_improved(plan, kinds, by_index, demand, global_room, master.surcharge))
+    near = NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)
+    for held_back, within in ((1, None), (0, near), (1, near)):
+        if lp_units > ROUND_AGAIN_UNITS or budget.exhausted or budget.mip_exhausted:
+            break
+        if close_enough():
             break
         again = _round(*args, held_back=held_back, near=within)
         plans.append(_improved(again, kinds, by_index, demand, global_room, master.surcharge))
@@ -223,6 +228,29 @@ def generate(
         if covered.get(index, 0) < demand[index]
     }
     return Result(kinds, chosen, unplaced, notes, dual_bounds, floor or 0.0)
+
+
+def _node_pricing(
+    master: Master,
+    kinds: Sequence[Kind],
+    caps: Mapping[int, int],
+    budget: Budget,
+    by_index: Mapping[int, Item] | None = None,
+) -> int:
+    """Fewer nodes: price each new unit at :data:`NODE_PRICING` of the average unit cost of
+    the cheapest (fractional) plan and generate the patterns that favours (``by_index``:
+    exactly priced too), then leave the master priced for rounding (:data:`NODE_TOLERANCE`).
+    Returns the rounds of column generation."""
+    lp_cost, lp_units = master.lp_cost_and_units()
+    if lp_units <= 0 or lp_cost <= 0:
+        return 0
+    master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
+    rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
+    if by_index is not None:
+        exact_rounds(master, kinds, caps, by_index)
+    master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
+    master.solve_lp()
+    return rounds
 
 
 def _round(
