@@ -39,7 +39,11 @@ MIP_BOUND_UNITS = 300
 """...and where the plan has at most this many units (beyond that, rounding a fractional
 unit per kind is a small share of the cost, the Lagrangian bound covers what packing adds,
 and the MIP's root costs more than it gains)."""
-MIP_BOUND_NODES = 1
+MIP_BOUND_NODES = 20
+"""Branch-and-bound nodes for those MIPs (deterministic; the dual bound is valid wherever the
+search stops). A few nodes beyond the root close what the root's cuts leave of small plans'
+whole units (a 20-bundle plan's bound went from 5.9% below its cost to its cost); the MIP
+still stops once its bound shows the plan close (:func:`~autoscaler.planner.solver.limit_mip`)."""
 COST_STALL = 10
 """The whole-unit cost MIP stops once its dual bound stalls over this many callbacks
 (:func:`~autoscaler.planner.solver.limit_mip`), but only where it shows the plan within
@@ -55,8 +59,7 @@ BOUND_ONLY_OFF = (
     "mip_heuristic_run_root_reduced_cost",
     "mip_detect_symmetry",
 )
-"""Branch-and-bound nodes for that: the root (cuts included) only, deterministic; its dual
-bound is valid wherever the search stops."""
+"""Heuristics a MIP run only for its dual bound does without."""
 
 
 @dataclass(frozen=True)
