@@ -114,51 +114,57 @@ def pack(kind: Kind, order: Sequence[Item], caps: Mapping[int, int]) -> Pattern 
     """Greedy: each item in ``order`` as many times as fits (up to its cap), host by host."""
     hosts = [h.copy(h.unit) for h in kind.hosts]
     content: list[list[tuple[int, int]]] = [[] for _ in hosts]
-    left = dict(caps)
     for item in order:
-        for position, host in enumerate(hosts):
-            copies = fit(host, item, left.get(item.index, 0))
-            if copies:
-                put(host, item, copies)
-                content[position].append((item.index, copies))
-                left[item.index] -= copies
-    if not any(content):
-        return None
-    return Pattern(kind.index, tuple(tuple(c) for c in content))
+        _put_greedily(hosts, content, item, caps.get(item.index, 0))
+    return _pattern(kind, content)
 
 
 def pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None:
-    """:func:`pack` with the order given as positions in ``kind.items`` and caps per position.
-
-    On a single-host kind each item's scalar needs are checked against the host's free room
-    inline (no call per item), and only the items that pass and need more (devices, several
-    parts, a STRICT_SPREAD slot) are fitted exactly: the same pattern as fitting each item
-    in turn."""
+    """:func:`pack` with the order given as positions in ``kind.items`` and caps per position."""
     items = kind.items
-    if len(kind.hosts) != 1:
-        return pack(kind, [items[r] for r in order], {items[r].index: int(caps[r]) for r in order})
-    host = kind.hosts[0].copy(kind.hosts[0].unit)
-    free = host.free
-    content: list[tuple[int, int]] = []
+    hosts = [h.copy(h.unit) for h in kind.hosts]
+    content: list[list[tuple[int, int]]] = [[] for _ in hosts]
     for row, copies in zip(order.tolist(), caps[order].tolist(), strict=True):
-        item = items[row]
-        for name, need in item.positive_needs:
-            room = free.get(name, 0) // need
-            if room < copies:
-                copies = room
-                if copies <= 0:
-                    break
+        _put_greedily(hosts, content, items[row], copies)
+    return _pattern(kind, content)
+
+
+def _put_greedily(
+    hosts: Sequence[Bin], content: list[list[tuple[int, int]]], item: Item, copies: int
+) -> None:
+    """As many of ``copies`` of ``item`` as fit, host by host (``content`` records them).
+
+    Each host's scalar room is checked inline (no call per host), and only items that pass
+    and need more (devices, several parts, a STRICT_SPREAD slot) are fitted exactly: the same
+    copies as :func:`fit` on each host in turn, at a fraction of the calls (multi-host slices
+    priced for every item every round)."""
+    needs = item.positive_needs
+    for position, host in enumerate(hosts):
         if copies <= 0:
+            return
+        free = host.free
+        here = copies
+        for name, need in needs:
+            room = free.get(name, 0) // need
+            if room < here:
+                here = room
+                if here <= 0:
+                    break
+        if here <= 0:
             continue
         if not item.scalar:
-            copies = fit(host, item, copies)
-            if not copies:
+            here = fit(host, item, here)
+            if not here:
                 continue
-        put(host, item, copies)
-        content.append((item.index, copies))
-    if not content:
+        put(host, item, here)
+        content[position].append((item.index, here))
+        copies -= here
+
+
+def _pattern(kind: Kind, content: list[list[tuple[int, int]]]) -> Pattern | None:
+    if not any(content):
         return None
-    return Pattern(kind.index, (tuple(content),))
+    return Pattern(kind.index, tuple(tuple(c) for c in content))
 
 
 @dataclass(frozen=True)
