@@ -152,16 +152,17 @@ def column_generation(
     caps: Mapping[int, int],
     max_rounds: int,
     budget: Budget | None = None,
+    stall_stop: bool = False,
 ) -> int:
-    """Add improving patterns until none is found, ``budget`` is spent or (large masters)
-    the LP value stalls; returns the rounds used."""
+    """Add improving patterns until none is found, ``budget`` is spent or (large masters,
+    or any master with ``stall_stop``) the LP value stalls; returns the rounds used."""
     size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
     cap_vector = np.zeros(size, np.int64)
     for index, cap in caps.items():
         if index < size:
             cap_vector[index] = cap
     values: list[float] = []
-    tail = len(master.row_of) >= TAIL_FROM_ITEMS
+    tail = stall_stop or len(master.row_of) >= TAIL_FROM_ITEMS
     for rounds in range(1, max_rounds + 1):
         if budget is not None and budget.exhausted:
             return rounds - 1

@@ -245,7 +245,7 @@ def _node_pricing(
     if lp_units <= 0 or lp_cost <= 0:
         return 0
     master.set_surcharge(NODE_PRICING * lp_cost / lp_units)
-    rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
+    rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget, stall_stop=True)
     if by_index is not None:
         exact_rounds(master, kinds, caps, by_index)
     master.set_surcharge(NODE_TOLERANCE * lp_cost / lp_units)
