@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from autoscaler.planner.model import (
     NodeType,
     PlacementGroupDemand,
 )
-from autoscaler.planner.packing import Kind, fit, pack, pack_rows, put
+from autoscaler.planner.packing import Kind, Pattern, fit, pack, pack_rows, put
 
 GIB = 1024**3
 GPU4 = NodeType("gpu4", {"CPU": 32, "memory": 128 * GIB, "GPU": 4}, 3.0)
@@ -62,27 +63,50 @@ def test_a_strict_pack_group_fits_as_often_as_placing_it_copy_by_copy(seed):
         assert all(s >= 0 for shares in placed.devices.values() for s in shares)
 
 
+def fit_each_item_on_each_host(kind, order, caps):
+    """The reference: each item in turn, on each host in turn, as many copies as fit."""
+    hosts = [host.copy(host.unit) for host in kind.hosts]
+    content = [[] for _ in hosts]
+    for item in order:
+        left = caps[item.index]
+        for position, host in enumerate(hosts):
+            copies = fit(host, item, left)
+            if copies:
+                put(host, item, copies)
+                content[position].append((item.index, copies))
+                left -= copies
+    if not any(content):
+        return None
+    return Pattern(kind.index, tuple(tuple(c) for c in content))
+
+
+@pytest.mark.parametrize("hosts", [1, 4])
 @pytest.mark.parametrize("seed", range(10))
-def test_single_host_packing_by_rows_matches_fitting_each_item(seed):
+def test_packing_matches_fitting_each_item_on_each_host(seed, hosts):
+    # One host, or a multi-host slice whose first host carries head resources.
     rng = random.Random(seed)
     shapes = [
         {"CPU": rng.choice([0.5, 1, 2, 4]), "memory": rng.choice([1, 4, 16]) * GIB}
         for _ in range(8)
     ] + [{"CPU": 1, "GPU": rng.choice([0.25, 0.5, 1, 2])} for _ in range(4)]
+    shapes.append({"CPU": 1, "slice-head": 1})
     bundles = tuple(BundleDemand(s, rng.randint(1, 9)) for s in shapes)
     groups = (
         PlacementGroupDemand(STRICT_SPREAD, ({"CPU": 2, "GPU": 1}, {"CPU": 4}), 3),
         PlacementGroupDemand(STRICT_PACK, ({"CPU": 1, "GPU": 0.5}, {"CPU": 2}), 2),
     )
     items = build_items(Demand(bundles, groups))
-    kind = Kind(0, "gpu4", GPU4.price, None, (fresh_host(GPU4, 0, -1),), True, items=items)
-    caps = np.array([rng.randint(1, 12) for _ in items], np.int64)
+    node_type = replace(GPU4, head_resources={"slice-head": 1})
+    slice_hosts = tuple(fresh_host(node_type, h, -1) for h in range(hosts))
+    kind = Kind(0, "gpu4", GPU4.price, None, slice_hosts, True, items=items)
+    caps = np.array([rng.randint(1, 40) for _ in items], np.int64)
     for _ in range(10):
         order = np.array(rng.sample(range(len(items)), len(items)), np.int64)
-        expected = pack(
-            kind, [items[r] for r in order], {items[r].index: int(caps[r]) for r in order}
-        )
+        ordered = [items[r] for r in order]
+        by_index = {items[r].index: int(caps[r]) for r in order}
+        expected = fit_each_item_on_each_host(kind, ordered, by_index)
         assert pack_rows(kind, order, caps) == expected
+        assert pack(kind, ordered, by_index) == expected
 
 
 def best_fit_one_by_one(shares: list[int], share: int, copies: int) -> list[int]:
