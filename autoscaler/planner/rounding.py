@@ -58,7 +58,8 @@ units)."""
 NODE_PRICING = 0.03
 """While generating patterns for fewer nodes, each new unit is priced at this fraction of the
 average unit cost: bigger-unit patterns enter the pool the fewest-nodes step chooses from
-(what a plan may cost more is still :data:`NODE_TOLERANCE`)."""
+(what a plan may cost more is still :data:`NODE_TOLERANCE`). This phase stops once its LP
+value stalls (:data:`~autoscaler.planner.columns.TAIL_GAIN`), on masters of any size."""
 FEWEST_UNITS_MAX = 60
 """The fewest-nodes step (a MIP over every pattern seen) runs for plans of at most this many
 new units; bigger plans are within a few percent of their node bound already and the MIP
