@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, plan
-from autoscaler.planner import bound
+from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, bound, plan
 from autoscaler.planner.bound import lower_bounds
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.knapsack import best_unit

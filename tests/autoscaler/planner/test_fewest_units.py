@@ -3,8 +3,7 @@ runs no MIP where its LP already shows that no plan has a unit fewer."""
 
 from __future__ import annotations
 
-from autoscaler.planner import BundleDemand, Demand, NodeType
-from autoscaler.planner import rounding
+from autoscaler.planner import BundleDemand, Demand, NodeType, rounding
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import seed
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
@@ -50,7 +49,7 @@ def _cost(plan, kinds):
 
 def test_a_plan_the_lp_shows_fewest_runs_no_mip(monkeypatch):
     # 4-CPU bundles on 4-CPU nodes: one per node, 12 nodes, and no plan has fewer.
-    taken, chosen, kinds, demand, mips = _fewest([SMALL], [({"CPU": 4}, 12)], monkeypatch)
+    taken, chosen, kinds, _, mips = _fewest([SMALL], [({"CPU": 4}, 12)], monkeypatch)
     assert rounding._new_units(chosen, kinds) == 12
     assert mips == 0
     assert covered_copies(chosen) == covered_copies(taken)
