@@ -9,6 +9,7 @@ from autoscaler.planner.bound import lower_bounds
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.knapsack import best_unit
 from autoscaler.planner.packing import Kind, fit
+from tests.autoscaler.planner.test_mip_limits import new_units_problem
 from tests.autoscaler.planner.test_plan_quality import SMALL_CASES
 
 GIB = 2**30
@@ -81,13 +82,8 @@ def _small_fractional_gpu_problem():
     GPU node for the GPU work and room for the CPU work)."""
     types, _ = SMALL_CASES["fractional GPUs"]
     shapes = [({"GPU": 0.5, "CPU": 1}, 1), ({"CPU": 3}, 2), ({"GPU": 1, "CPU": 2}, 1)]
-    items = build_items(Demand(tuple(BundleDemand(r, n) for r, n in shapes)))
-    assign_candidates(items, types)
-    kinds = [
-        Kind(i, t.name, t.price, None, (fresh_host(t, 0, -1),), True, items=items)
-        for i, t in enumerate(types)
-    ]
-    return items, {item.index: item.count for item in items}, kinds
+    items, kinds, demand = new_units_problem(types, shapes)
+    return items, demand, kinds
 
 
 def test_the_whole_unit_cost_bound_is_not_computed_twice(monkeypatch):

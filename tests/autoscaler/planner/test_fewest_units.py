@@ -3,12 +3,12 @@ runs no MIP where its LP already shows that no plan has a unit fewer."""
 
 from __future__ import annotations
 
-from autoscaler.planner import BundleDemand, Demand, NodeType, rounding
+from autoscaler.planner import NodeType, rounding
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import seed
-from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.master import Master
-from autoscaler.planner.packing import Kind, covered_copies
+from autoscaler.planner.packing import covered_copies
+from tests.autoscaler.planner.test_mip_limits import new_units_problem
 
 GIB = 2**30
 SMALL = NodeType("m.large", {"CPU": 4, "memory": 16 * GIB}, 0.2)
@@ -18,13 +18,7 @@ BIG = NodeType("m.4xlarge", {"CPU": 16, "memory": 64 * GIB}, 0.8)
 def _fewest(types, bundles, monkeypatch=None):
     """The fewest-nodes step from a plan of one-shape units of the cheapest kind; returns the
     starting plan, the chosen one, the kinds and the number of MIPs it ran."""
-    items = build_items(Demand(tuple(BundleDemand(r, n) for r, n in bundles)))
-    assign_candidates(items, types)
-    kinds = [
-        Kind(i, t.name, t.price, None, (fresh_host(t, 0, -1),), True, items=items)
-        for i, t in enumerate(types)
-    ]
-    demand = {item.index: item.count for item in items}
+    items, kinds, demand = new_units_problem(types, bundles)
     master = Master(items, demand, kinds, {k.index: None for k in kinds}, None, 1000.0, 0.0)
     taken = {}
     for item in items:
