@@ -56,6 +56,8 @@ TARGET = 0.03
 """The planner's quality target: a plan costs at most this fraction above its bound."""
 DFF_ORDERS = (1, 2)
 """Per kind and resource, a row per order of the dual-feasible function (:func:`_dff`)."""
+PRIMAL_SIMPLEX = 4
+"""HiGHS's ``simplex_strategy`` value for the primal simplex method."""
 BOUND_ONLY_OFF = (
     "mip_heuristic_run_feasibility_jump",
     "mip_heuristic_run_rins",
@@ -276,6 +278,10 @@ def lower_bounds(
     node_objective = np.array(nodes)
     node_objective[slack_cols] = 10.0
     h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
+    # The cost LP's basis stays feasible (its plan costs at most the cap, and leaves no more
+    # unplaced): primal simplex reoptimises it for units in a fraction of dual simplex's
+    # iterations (a third to a fifth on 2,000-bundle gang-heavy plans).
+    h.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
     unit_bound = _solve(h, highspy, notes, slack_cols, 10.0)
     if small and plan_units > NODE_MIP_ABOVE * unit_bound:
         dual = whole_units(np.array(nodes), plan_units / NODE_MIP_ABOVE, cutoff=plan_units)
