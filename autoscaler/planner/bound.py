@@ -34,7 +34,11 @@ and where it is still that far, whole units are required too (closer than that, 
 already proves the plan within the 3% target)."""
 NODE_MIP_ABOVE = 1.5
 """The node bound gets its whole-unit MIP only where the plan has more than this many times
-the LP's node bound (closer than that, the LP bound already shows the plan near its fewest)."""
+the LP's node bound (closer than that, the LP bound already shows the plan near its fewest).
+That MIP is cut off at the plan's own units (the plan shows no fewer are needed to beat it)
+and does not restart: on 200-bundle plans, the same bounds in a third to a half of the time
+(without the cutoff, HiGHS searched for any first plan at its root, up to a quarter of a
+second)."""
 MIP_BOUND_UNITS = 300
 """...and where the plan has at most this many units (beyond that, rounding a fractional
 unit per kind is a small share of the cost, the Lagrangian bound covers what packing adds,
@@ -52,6 +56,8 @@ TARGET = 0.03
 """The planner's quality target: a plan costs at most this fraction above its bound."""
 DFF_ORDERS = (1, 2)
 """Per kind and resource, a row per order of the dual-feasible function (:func:`_dff`)."""
+PRIMAL_SIMPLEX = 4
+"""HiGHS's ``simplex_strategy`` value for the primal simplex method."""
 BOUND_ONLY_OFF = (
     "mip_heuristic_run_feasibility_jump",
     "mip_heuristic_run_rins",
@@ -81,13 +87,17 @@ def lower_bounds(
     known_cost: Callable[[float], float] | None = None,
     close: float = MIP_BOUND_ABOVE,
     count_units: bool = True,
+    whole_floor: float = 0.0,
 ) -> Bounds:
     """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
     most ``cost_cap`` (None: any plan). ``known_cost(floor)``: a cost bound proved otherwise
     (a Lagrangian one; at most ``floor`` where it cannot beat that), asked for only where the
     LP bound does not show a plan costing ``cost_cap`` within ``close`` of the bound; where it
     does, the whole-unit cost MIP is skipped, and that MIP stops once it does.
-    ``count_units``: False leaves the unit bound at 0 (only the cost bound is wanted)."""
+    ``count_units``: False leaves the unit bound at 0 (only the cost bound is wanted).
+    ``whole_floor``: a cost bound this function gave before for the same demand (rounding's):
+    where it shows a plan costing ``cost_cap`` within :data:`TARGET`, the whole-unit cost MIP,
+    which gave it, is not run again."""
     import highspy
 
     items = [item for item in items if demand.get(item.index, 0) > 0]
@@ -205,10 +215,15 @@ def lower_bounds(
     close = 1 + close
 
     def whole_units(
-        objective: np.ndarray | None, enough: float, stall_above: float = math.inf
+        objective: np.ndarray | None,
+        enough: float,
+        stall_above: float = math.inf,
+        cutoff: float | None = None,
     ) -> float | None:
         """Root dual bound with whole units (valid wherever the search stops: at the node
-        limit, once it reaches ``enough``, or once the cut loop stalls)."""
+        limit, once it reaches ``enough``, or once the cut loop stalls). ``cutoff``: the
+        objective of a known plan (HiGHS then prunes what cannot beat it, and does not
+        restart)."""
         mip = model()
         units = list(x_of.values())
         mip.changeColsIntegrality(
@@ -229,6 +244,9 @@ def lower_bounds(
             mip.setOptionValue(option, False)
         mip.setOptionValue("mip_heuristic_effort", 0.0)
         mip.setOptionValue("mip_rel_gap", 1e-4)
+        if cutoff is not None:
+            mip.setOptionValue("objective_bound", cutoff)
+            mip.setOptionValue("mip_allow_restart", False)
         limit_mip(mip, dual_enough=enough, stall=COST_STALL, stall_above=stall_above)
         mip.run()
         status = mip.getModelStatus()
@@ -241,7 +259,8 @@ def lower_bounds(
 
     if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
         cost_bound = max(cost_bound, known_cost(cost_bound))
-    if small and cost_cap is not None and cost_cap > close * cost_bound:
+    again = cost_cap is not None and cost_cap > (1 + TARGET) * whole_floor
+    if small and again and cost_cap > close * cost_bound:
         dual = whole_units(None, cost_cap / close, cost_cap / (1 + TARGET))
         if dual is not None:
             cost_bound = max(cost_bound, dual)
@@ -259,9 +278,13 @@ def lower_bounds(
     node_objective = np.array(nodes)
     node_objective[slack_cols] = 10.0
     h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
+    # The cost LP's basis stays feasible (its plan costs at most the cap, and leaves no more
+    # unplaced): primal simplex reoptimises it for units in a fraction of dual simplex's
+    # iterations (a third to a fifth on 2,000-bundle gang-heavy plans).
+    h.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
     unit_bound = _solve(h, highspy, notes, slack_cols, 10.0)
     if small and plan_units > NODE_MIP_ABOVE * unit_bound:
-        dual = whole_units(np.array(nodes), plan_units / NODE_MIP_ABOVE)
+        dual = whole_units(np.array(nodes), plan_units / NODE_MIP_ABOVE, cutoff=plan_units)
         if dual is not None:
             unit_bound = max(unit_bound, dual)
     return Bounds(max(cost_bound, 0.0), max(0, math.ceil(unit_bound - 1e-6)), tuple(notes))

@@ -157,6 +157,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
         sum(launch.count for launch in launches if launch.reason == "demand"),
         known_cost,
+        whole_floor=0.0 if any(n > 0 for n in unplaced.values()) else realised.cost_floor,
     )
     notes.extend(bounds.notes)
     cost_bound, unit_bound = bounds.cost, bounds.units

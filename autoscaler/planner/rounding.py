@@ -445,6 +445,10 @@ def _fewest_units(
         master.add(pattern)
     master.cap_cost(budget)
     column_generation(master, kinds, placed, MAX_ROUNDS, work)
+    *_, value = master.solve_lp()  # (column generation may stop with patterns unpriced)
+    best = min((taken, moved), key=rank)
+    if _fewest_in_lp(value, budget, weight) >= _new_units(best, kinds):
+        return best  # the LP shows that no plan over these patterns has a unit fewer
     near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
     near.cap_cost(budget)
     near.set_surcharge(mip_weight)
@@ -454,6 +458,14 @@ def _fewest_units(
     chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
 
     return min((taken, moved, chosen), key=rank)
+
+
+def _fewest_in_lp(value: float, budget: float, weight: float) -> int:
+    """New units of any plan over the master's patterns placing its demand at a cost of at
+    most ``budget``, given its LP ``value`` with each new unit surcharged ``weight``: the
+    plan's cost plus ``weight`` per unit is at least ``value``, so it has at least
+    ``(value - budget) / weight`` units, rounded up."""
+    return max(0, math.ceil((value - budget) / weight - 1e-6))
 
 
 def _cost(plan: Mapping[Pattern, int], kinds: Sequence[Kind]) -> float:

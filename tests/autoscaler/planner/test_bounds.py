@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, plan
+from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, bound, plan
 from autoscaler.planner.bound import lower_bounds
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.knapsack import best_unit
 from autoscaler.planner.packing import Kind, fit
+from tests.autoscaler.planner.test_mip_limits import new_units_problem
+from tests.autoscaler.planner.test_plan_quality import SMALL_CASES
 
 GIB = 2**30
 M4 = NodeType("m.large", {"CPU": 4, "memory": 16 * GIB}, 0.2)
@@ -73,3 +75,28 @@ def test_items_above_half_a_host_never_share_one_in_the_bound_lp():
     bounds = lower_bounds(items, {item.index: item.count for item in items}, [kind], None)
     assert bounds.cost == pytest.approx(80.0)  # the 4-core bundles fit beside them
     assert run([inf24], [(dict(b.resources), b.count) for b in demand.bundles]).cost_per_hour == 80
+
+
+def _small_fractional_gpu_problem():
+    """A small problem whose bound LP is far below its whole-unit bound (its plan needs a
+    GPU node for the GPU work and room for the CPU work)."""
+    types, _ = SMALL_CASES["fractional GPUs"]
+    shapes = [({"GPU": 0.5, "CPU": 1}, 1), ({"CPU": 3}, 2), ({"GPU": 1, "CPU": 2}, 1)]
+    items, kinds, demand = new_units_problem(types, shapes)
+    return items, demand, kinds
+
+
+def test_the_whole_unit_cost_bound_is_not_computed_twice(monkeypatch):
+    items, demand, kinds = _small_fractional_gpu_problem()
+    lp = lower_bounds(items, demand, kinds, None, count_units=False).cost
+    cap = 1.1 * lp
+    first = lower_bounds(items, demand, kinds, None, cap, 3, count_units=False).cost
+    assert lp < cap <= (1 + bound.TARGET) * first  # its whole-unit MIP lifted it
+    mips = []
+    limit = bound.limit_mip
+    monkeypatch.setattr(bound, "limit_mip", lambda *a, **k: mips.append(1) or limit(*a, **k))
+    again = lower_bounds(items, demand, kinds, None, cap, 3, count_units=False, whole_floor=first)
+    assert mips == []  # the earlier bound shows a plan costing ``cap`` within the target
+    assert lp - 1e-9 <= again.cost <= first
+    lower_bounds(items, demand, kinds, None, cap, 3, count_units=False)
+    assert mips == [1]  # without it, the MIP runs

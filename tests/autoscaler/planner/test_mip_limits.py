@@ -36,16 +36,21 @@ SHAPES = (
 )
 
 
+def new_units_problem(types, bundles):
+    """Items for ``bundles`` (shape, count), a kind of new units per type, and the demand."""
+    items = build_items(Demand(tuple(BundleDemand(r, n) for r, n in bundles)))
+    assign_candidates(items, types)
+    kinds = [
+        Kind(i, t.name, t.price, None, (fresh_host(t, 0, -1),), True, items=items)
+        for i, t in enumerate(types)
+    ]
+    return items, kinds, {item.index: item.count for item in items}
+
+
 def _master():
     """A master over single-item units and the patterns column generation adds (an LP whose
     rounding needs a search)."""
-    items = build_items(Demand(tuple(BundleDemand(r, n) for r, n in SHAPES)))
-    assign_candidates(items, TYPES)
-    kinds = [
-        Kind(i, t.name, t.price, None, (fresh_host(t, 0, -1),), True, items=items)
-        for i, t in enumerate(TYPES)
-    ]
-    demand = {item.index: item.count for item in items}
+    items, kinds, demand = new_units_problem(TYPES, SHAPES)
     master = Master(items, demand, kinds, {k.index: None for k in kinds}, None, 1000.0, 1e-4)
     singles = {}
     for item in items:
