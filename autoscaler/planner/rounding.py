@@ -114,7 +114,8 @@ class Result:
     unplaced: dict[int, int]
     notes: list[str]
     dual_bounds: list[DualBound] = field(default_factory=list)
-    """Lagrangian relaxations of placing the whole demand (exact pricing only)."""
+    """Lagrangian relaxations of placing the whole demand (at the greedy pricing's duals,
+    their knapsacks solved only if the bound asks; and exact pricing's, where it ran)."""
     cost_floor: float = 0.0
     """A bound on the cost of any plan placing the whole demand, where rounding proved one
     (whole units; 0 where it needed none)."""
