@@ -118,15 +118,22 @@ def _vectors(
     kinds: Sequence[Kind], duals: Mapping[int, float], caps: Mapping[int, int]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Duals and caps as arrays by item index (over the kinds' items)."""
-    size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
-    dual_vector, cap_vector = np.zeros(size), np.zeros(size, np.int64)
-    for index, dual in duals.items():
+    size = _index_size(kinds)
+    return _by_index(duals, size), _by_index(caps, size, np.int64)
+
+
+def _index_size(kinds: Sequence[Kind]) -> int:
+    """Length of an array indexed by the kinds' item indices."""
+    return 1 + max((i.index for kind in kinds for i in kind.items), default=0)
+
+
+def _by_index(values: Mapping[int, float], size: int, dtype=np.float64) -> np.ndarray:
+    """``values`` as an array of ``size`` by item index (indices beyond it left out)."""
+    array = np.zeros(size, dtype)
+    for index, value in values.items():
         if index < size:
-            dual_vector[index] = dual
-    for index, cap in caps.items():
-        if index < size:
-            cap_vector[index] = cap
-    return dual_vector, cap_vector
+            array[index] = value
+    return array
 
 
 def seed(
@@ -158,11 +165,8 @@ def column_generation(
 ) -> int:
     """Add improving patterns until none is found, ``budget`` is spent or (large masters,
     or any master with ``stall_stop``) the LP value stalls; returns the rounds used."""
-    size = 1 + max((i.index for kind in kinds for i in kind.items), default=0)
-    cap_vector = np.zeros(size, np.int64)
-    for index, cap in caps.items():
-        if index < size:
-            cap_vector[index] = cap
+    size = _index_size(kinds)
+    cap_vector = _by_index(caps, size, np.int64)
     values: list[float] = []
     tail = stall_stop or len(master.row_of) >= TAIL_FROM_ITEMS
     for rounds in range(1, max_rounds + 1):
@@ -174,10 +178,7 @@ def column_generation(
             return rounds
         if budget is not None:
             budget.spend(master.size())
-        duals = np.zeros(size)
-        for index, dual in item_duals.items():
-            if index < size:
-                duals[index] = dual
+        duals = _by_index(item_duals, size)
         added = 0
         for wide in (False, True):  # the wider search only once the quick one finds nothing
             if budget is not None:

@@ -66,8 +66,9 @@ class Item:
         self._needs = total
         self.positive_needs = tuple((n, q) for n, q in sorted(total.items()) if q > 0)
         """(resource, units) one copy needs, for a quick check of scalar room."""
-        self.scalar = len(self.parts) == 1 and not self.parts[0].devices
-        self.scalar = self.scalar and self.spread_group is None
+        self.device_parts = tuple(part for part in self.parts if part.devices)
+        """The parts that take device shares."""
+        self.scalar = len(self.parts) == 1 and not self.device_parts and self.spread_group is None
         """Whether scalar room alone decides how many copies fit (no devices, one part, no
         STRICT_SPREAD slot)."""
 

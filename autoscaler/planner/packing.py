@@ -65,13 +65,11 @@ def fit(host: Bin, item: Item, limit: int) -> int:
             return 0
     if len(item.parts) == 1:
         return host.fit_count(item.parts[0], limit)
-    on_devices = [part for part in item.parts if part.devices]
-    if len(on_devices) <= 1:  # scalars add up; one part's device shares decide alone
+    if len(item.device_parts) <= 1:  # scalars add up; one part's device shares decide alone
         copies = limit
-        for name, need in item.needs.items():
-            if need > 0:
-                copies = min(copies, host.free.get(name, 0) // need)
-        for part in on_devices:
+        for name, need in item.positive_needs:
+            copies = min(copies, host.free.get(name, 0) // need)
+        for part in item.device_parts:
             copies = min(copies, host.fit_count(part, copies))
         return max(copies, 0)
     trial = host.copy(host.unit)
@@ -87,7 +85,7 @@ def fit(host: Bin, item: Item, limit: int) -> int:
 
 def put(host: Bin, item: Item, copies: int) -> None:
     """Place ``copies`` of ``item`` (as :func:`fit` counted them)."""
-    if sum(1 for part in item.parts if part.devices) <= 1:
+    if len(item.device_parts) <= 1:
         for part in item.parts:
             host.place(part, copies)
     else:

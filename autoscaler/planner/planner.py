@@ -119,6 +119,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         notes.append(budget.note())
     placed = realised.placed()
     unplaced = {index: n - placed.get(index, 0) for index, n in demand.items()}
+    places_all = all(missing <= 0 for missing in unplaced.values())
     by_index = {item.index: item for item in items}
     reported_groups: set[int] = set()
     for index, missing in sorted(unplaced.items()):
@@ -142,7 +143,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     def known_cost(floor: float) -> float:
         """What rounding's whole-unit bound and the Lagrangian relaxations prove about plans
         placing the whole demand."""
-        if any(missing > 0 for missing in unplaced.values()):
+        if not places_all:
             return 0.0
         floor = max(floor, realised.cost_floor)
         costs = [realised.cost_floor]
@@ -157,7 +158,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
         sum(launch.count for launch in launches if launch.reason == "demand"),
         known_cost,
-        whole_floor=0.0 if any(n > 0 for n in unplaced.values()) else realised.cost_floor,
+        whole_floor=realised.cost_floor if places_all else 0.0,
     )
     notes.extend(bounds.notes)
     cost_bound, unit_bound = bounds.cost, bounds.units
