@@ -10,7 +10,9 @@ dearer; passes are bounded, so the result is deterministic.
 
 - *empty*: a unit's contents go into the room left on the other units;
 - *shrink*: a unit becomes the cheapest kind that holds its contents;
-- *merge*: two units become one unit of a kind that holds both contents.
+- *merge*: two units become one unit of a kind that holds both contents;
+- *gather*: several units become one unit of another kind that holds all their contents
+  (e.g. four small nodes one four times as big, at the same price per CPU).
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def improve(
     search = _Search(units, kinds, items, global_room, surcharge, kept, budget)
     search.trim(demand)
     for _ in range(PASSES):
-        if not (search.empty() | search.shrink() | search.merge()):
+        if not (search.empty() | search.shrink() | search.merge() | search.gather()):
             break
     return kept + search.patterns()
 
@@ -285,6 +287,65 @@ class _Search:
                 position += 1
         return changed
 
+    def gather(self) -> bool:
+        """Several units as one of another kind that holds all their contents, if that costs
+        less: per kind, the dearest units that fit it whole are packed into one unit of it."""
+        changed = False
+        for rank, kind in enumerate(self.ranked):
+            if not kind.new:
+                continue
+            while self.trials > 0:
+                found = self._gathered(rank, kind)
+                if found is None:
+                    break
+                host, absorbed, content = found
+                for unit in absorbed:
+                    self._drop(unit)
+                self._add(_Unit(kind, host, content))
+                changed = True
+        return changed
+
+    def _gathered(self, rank: int, kind: Kind):
+        """(packed host, units it replaces, contents) for one unit of ``kind`` holding the
+        dearest units that fit it whole, where that lowers the cost; else None."""
+        bit = 1 << rank
+        free = kind.hosts[0].free
+        candidates = [
+            unit
+            for _, unit in sorted(
+                enumerate(self.units), key=lambda pu: (-self.price(pu[1].kind), pu[0])
+            )
+            if unit.kinds & bit and unit.kind.new and unit.kind is not kind
+        ]
+        host = kind.hosts[0].copy(kind.hosts[0].unit)
+        used: dict[str, int] = {}
+        absorbed: list[_Unit] = []
+        content: list[tuple[int, int]] = []
+        for unit in candidates:
+            if self.trials <= 0:
+                break
+            if any(used.get(n, 0) + need > free.get(n, 0) for n, need in unit.needs.items()):
+                continue
+            self.trials -= 1
+            trial = host.copy(host.unit)
+            ordered = sorted(unit.content, key=lambda ic: _size(self.items[ic[0]]))
+            if all(_put_all(trial, self.items[i], n) for i, n in ordered):
+                host = trial
+                absorbed.append(unit)
+                content.extend(ordered)
+                for n, need in unit.needs.items():
+                    used[n] = used.get(n, 0) + need
+        if len(absorbed) < 2:
+            return None
+        if self.price(kind) >= sum(self.price(u.kind) for u in absorbed) - 1e-9:
+            return None
+        freed_cost = sum(u.kind.cost for u in absorbed)
+        if self.budget is not None and self.total - freed_cost + kind.cost > self.budget:
+            return None
+        if kind.limit is not None and self.used.get(kind.index, 0) + 1 > kind.limit:
+            return None
+        return host, absorbed, content
+
     # Helpers ----------------------------------------------------------------------------
     def _cheapest(self, content, needs, mask, limit, freed, also_freed):
         """The cheapest single-host kind in ``mask`` priced below ``limit`` that holds
@@ -310,14 +371,7 @@ class _Search:
                     continue
             host = kind.hosts[0].copy(kind.hosts[0].unit)
             ordered = sorted(content, key=lambda ic: _size(self.items[ic[0]]))
-            ok = True
-            for index, copies in ordered:
-                item = self.items[index]
-                if fit(host, item, copies) < copies:
-                    ok = False
-                    break
-                put(host, item, copies)
-            if ok:
+            if all(_put_all(host, self.items[i], n) for i, n in ordered):
                 return kind, host, ordered
         return None
 
@@ -361,6 +415,14 @@ def _size(item: Item) -> tuple:
     whole = sum(s for part in item.parts for _, s in part.devices if s >= 10_000)
     fraction = max((s for part in item.parts for _, s in part.devices if s < 10_000), default=0)
     return (-whole, -fraction, -sum(item.needs.values()), item.index)
+
+
+def _put_all(host: Bin, item: Item, copies: int) -> bool:
+    """Put ``copies`` of ``item`` on ``host`` if all fit (else leave it partly filled)."""
+    if fit(host, item, copies) < copies:
+        return False
+    put(host, item, copies)
+    return True
 
 
 def _less(content: list[tuple[int, int]], index: int, take: int) -> list[tuple[int, int]]:
