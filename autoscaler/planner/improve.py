@@ -247,7 +247,7 @@ class _Search:
         changed = False
         for unit in list(self.units):
             best = self._cheapest(
-                unit.content, unit.needs, unit.kinds, self.price(unit.kind), unit.kind, None
+                unit.content, unit.needs, unit.kinds, self.price(unit.kind), (unit.kind,)
             )
             if best is not None:
                 kind, host, ordered = best
@@ -274,7 +274,7 @@ class _Search:
                 for name, need in second.needs.items():
                     needs[name] = needs.get(name, 0) + need
                 content = first.content + second.content
-                best = self._cheapest(content, needs, mask, limit, first.kind, second.kind)
+                best = self._cheapest(content, needs, mask, limit, (first.kind, second.kind))
                 if best is None:
                     continue
                 kind, host, ordered = best
@@ -309,7 +309,6 @@ class _Search:
         """(packed host, units it replaces, contents) for one unit of ``kind`` holding the
         dearest units that fit it whole, where that lowers the cost; else None."""
         bit = 1 << rank
-        free = kind.hosts[0].free
         candidates = [
             unit
             for _, unit in sorted(
@@ -318,13 +317,12 @@ class _Search:
             if unit.kinds & bit and unit.kind.new and unit.kind is not kind
         ]
         host = kind.hosts[0].copy(kind.hosts[0].unit)
-        used: dict[str, int] = {}
         absorbed: list[_Unit] = []
         content: list[tuple[int, int]] = []
         for unit in candidates:
             if self.trials <= 0:
                 break
-            if any(used.get(n, 0) + need > free.get(n, 0) for n, need in unit.needs.items()):
+            if any(need > host.free.get(n, 0) for n, need in unit.needs.items()):
                 continue
             self.trials -= 1
             trial = host.copy(host.unit)
@@ -333,23 +331,19 @@ class _Search:
                 host = trial
                 absorbed.append(unit)
                 content.extend(ordered)
-                for n, need in unit.needs.items():
-                    used[n] = used.get(n, 0) + need
         if len(absorbed) < 2:
             return None
         if self.price(kind) >= sum(self.price(u.kind) for u in absorbed) - 1e-9:
             return None
-        freed_cost = sum(u.kind.cost for u in absorbed)
-        if self.budget is not None and self.total - freed_cost + kind.cost > self.budget:
-            return None
-        if kind.limit is not None and self.used.get(kind.index, 0) + 1 > kind.limit:
+        if not self._allowed(kind, [u.kind for u in absorbed]):
             return None
         return host, absorbed, content
 
     # Helpers ----------------------------------------------------------------------------
-    def _cheapest(self, content, needs, mask, limit, freed, also_freed):
+    def _cheapest(self, content, needs, mask, limit, freed):
         """The cheapest single-host kind in ``mask`` priced below ``limit`` that holds
-        ``content``: (kind, packed host, contents in packing order), or None."""
+        ``content`` in place of units of the ``freed`` kinds: (kind, packed host, contents in
+        packing order), or None."""
         rank = 0
         while mask >> rank and self.trials > 0:
             if not (mask >> rank) & 1:
@@ -363,31 +357,26 @@ class _Search:
             free = kind.hosts[0].free
             if any(need > free.get(name, 0) for name, need in needs.items()):
                 continue
-            if not self._room(kind, freed, also_freed):
+            if not self._allowed(kind, freed):
                 continue
-            if self.budget is not None:
-                after = self.total - freed.cost - (also_freed.cost if also_freed else 0.0)
-                if after + kind.cost > self.budget:
-                    continue
             host = kind.hosts[0].copy(kind.hosts[0].unit)
             ordered = sorted(content, key=lambda ic: _size(self.items[ic[0]]))
             if all(_put_all(host, self.items[i], n) for i, n in ordered):
                 return kind, host, ordered
         return None
 
-    def _room(self, kind: Kind, freed: Kind, also_freed: Kind | None) -> bool:
-        """Whether one more unit of ``kind`` fits its limit and the global one, once the
-        units being replaced are gone."""
-        back = int(freed.index == kind.index) + int(
-            also_freed is not None and also_freed.index == kind.index
-        )
+    def _allowed(self, kind: Kind, freed: Sequence[Kind]) -> bool:
+        """Whether one more unit of ``kind``, in place of units of the ``freed`` kinds, fits
+        its limit, the global one and the cost budget."""
+        back = sum(1 for k in freed if k.index == kind.index)
         if kind.limit is not None and self.used.get(kind.index, 0) - back + 1 > kind.limit:
             return False
         if self.global_room is not None and kind.new:
             new_units = sum(n for k, n in self.used.items() if self.kinds[k].new)
-            freed_new = int(freed.new) + int(also_freed is not None and also_freed.new)
-            if new_units - freed_new + 1 > self.global_room:
+            if new_units - sum(1 for k in freed if k.new) + 1 > self.global_room:
                 return False
+        if self.budget is not None:
+            return self.total - sum(k.cost for k in freed) + kind.cost <= self.budget
         return True
 
     def _drop(self, unit: _Unit) -> None:

@@ -68,7 +68,7 @@ FEWEST_MIP_UNITS = 20
 cheap, and it finds trades across several units that local moves miss. On the 200-bundle
 benchmark's plans (20 to 60 nodes) its root cut loop took 0.05-0.2 s, most often finding
 no plan with a unit fewer; without it (local moves gathering several units into one
-bigger unit instead) those plans have 1.3% more nodes, cost the same within 0.1%, and take
+bigger unit instead) those plans have 1.4% more nodes, cost the same within 0.1%, and take
 a third less time."""
 FEWEST_MIP_NODES = 100
 """Branch-and-bound nodes for the fewest-nodes MIP (deterministic; it starts from a plan)."""
@@ -420,9 +420,10 @@ def _fewest_units(
     work: Budget,
 ) -> Mapping[Pattern, int]:
     """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
-    :data:`NODE_TOLERANCE` more, one with the fewest new units (a MIP over the patterns near
-    the LP's, with a deterministic node limit, started from the local moves' plan); ``taken``
-    where none has fewer."""
+    :data:`NODE_TOLERANCE` more, one with the fewest new units found: local moves, then (plans
+    of at most :data:`FEWEST_MIP_UNITS`) a MIP over the patterns near the LP's, with a
+    deterministic node limit, searching below the local moves' plan; ``taken`` where none
+    has fewer."""
     new_units = _new_units(taken, kinds)
     if not 1 < new_units <= FEWEST_UNITS_MAX:
         return taken
@@ -445,15 +446,15 @@ def _fewest_units(
     # Local moves first (cheap; they trade cost for fewer units within the budget), then a
     # MIP over the patterns near the LP's (every pattern seen, priced), started from theirs.
     moved = dict(improve(list(taken.items()), kinds, by_index, placed, global_room, weight, budget))
+    best = min((taken, moved), key=rank)
     if work.mip_exhausted or new_units > FEWEST_MIP_UNITS:
-        return min((taken, moved), key=rank)
+        return best
     master = Master(items, placed, kinds, limits, global_room, penalty, weight)
     for pattern in [*pool, *moved]:
         master.add(pattern)
     master.cap_cost(budget)
     column_generation(master, kinds, placed, MAX_ROUNDS, work)
     *_, value = master.solve_lp()  # (column generation may stop with patterns unpriced)
-    best = min((taken, moved), key=rank)
     if _fewest_in_lp(value, budget, weight) >= _new_units(best, kinds):
         return best  # the LP shows that no plan over these patterns has a unit fewer
     near = master.near_support(weight * FEWEST_REDUCED_COST, [*taken, *moved])
@@ -464,7 +465,7 @@ def _fewest_units(
     )
     chosen = {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
 
-    return min((taken, moved, chosen), key=rank)
+    return min((best, chosen), key=rank)
 
 
 def _fewest_in_lp(value: float, budget: float, weight: float) -> int:
