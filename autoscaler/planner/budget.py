@@ -6,9 +6,10 @@ spent, the search stops where it stands: what the patterns found so far cover is
 the rest is placed greedily (:mod:`~autoscaler.planner.greedy`), so every feasible bundle is
 still placed and the plan keeps its valid lower bound. Integer programs spend a budget of
 their own (:data:`MIP_WORK_LIMIT`, counted where HiGHS calls back); once it is spent, the
-optional ones (rounding again, fewest nodes) keep the first plan they have, and the plan
-that rounding makes first still finishes. The same input spends the same work on any
-machine, under any load, so it gets the same plan.
+optional ones (rounding again, fewest nodes) keep the first plan they have, and the first
+rounding's MIP stops once its plan is within
+:data:`~autoscaler.planner.rounding.FIRST_SETTLE` of its dual bound. The same input spends
+the same work on any machine, under any load, so it gets the same plan.
 """
 
 from __future__ import annotations

@@ -227,7 +227,7 @@ class Master:
         max_nodes: int = MIP_MAX_NODES,
         max_improving: int | None = None,
         budget: Budget | None = None,
-        optional: bool = True,
+        settle_gap: float = math.inf,
     ) -> list[int]:
         """Units per pattern: the integer plan of least cost plus surcharges over the
         generated patterns (falls back to the LP solution rounded down). ``start``: a plan
@@ -258,7 +258,7 @@ class Master:
         if start is not None and demand is not None:
             start_units, start_cost = self._start(start, demand)
             h.setOptionValue("objective_bound", start_cost - absolute_gap)
-        limit_mip(h, budget, optional=optional, has_plan=start_units is not None)
+        limit_mip(h, budget, settle_gap=settle_gap, has_plan=start_units is not None)
         values = self._run_mip(notes, "integer plan")
         if start_units is not None and (
             values is None or h.getInfo().objective_function_value > start_cost - absolute_gap

@@ -105,6 +105,11 @@ ROUND_AGAIN_UNITS = 100
 small share of the cost, and the residual MIPs grow dear)."""
 ROUND_AGAIN_NODES = 50
 """...each with a MIP of at most this many branch-and-bound nodes (its patterns are many)."""
+FIRST_SETTLE = 0.02
+"""The first rounding's MIP, once the plan's MIP work budget is spent, stops with a plan whose
+cost is within this fraction of the LP's cost above the MIP's dual bound (it searched on to
+:data:`~autoscaler.planner.master.MIP_REL_GAP`: on gang-heavy 200-bundle plans, hundreds of
+callbacks, up to half a second, for the same plan)."""
 DIVE_STEPS = 80
 """Where pricing is exact, another integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
@@ -278,8 +283,9 @@ def _round(
     """Integer plan: what the LP takes whole stays, but for ``held_back`` units of each
     pattern; the rest (a few units per basic pattern) is planned again with patterns
     generated for it, then solved as a MIP (unless the budget is spent: the rest is then left
-    to the greedy packing). Rounding again, the MIP's plan is optional: it stops at its
-    first plan once the budget's MIP work is spent."""
+    to the greedy packing). Once the budget's MIP work is spent, the MIP stops with its best
+    plan: rounding again, whatever that plan; the first rounding, once it is within
+    :data:`FIRST_SETTLE` of the MIP's dual bound."""
     by_index = {item.index: item for item in items}
     lp_cost, _ = master.lp_cost_and_units()
     taken: dict[Pattern, int] = {}
@@ -316,7 +322,11 @@ def _round(
     again = held_back > 0 or near is not None
     nodes = ROUND_AGAIN_NODES if again else MIP_MAX_NODES
     units_per_pattern = support.solve_integer(
-        notes, MIP_REL_GAP * lp_cost, max_nodes=nodes, budget=budget, optional=again
+        notes,
+        MIP_REL_GAP * lp_cost,
+        max_nodes=nodes,
+        budget=budget,
+        settle_gap=math.inf if again else FIRST_SETTLE * lp_cost,
     )
     for pattern, units in zip(support.patterns, units_per_pattern, strict=True):
         if units > 0:

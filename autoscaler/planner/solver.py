@@ -67,7 +67,7 @@ def limit_mip(
     solver,
     budget: Budget | None = None,
     *,
-    optional: bool = True,
+    settle_gap: float = math.inf,
     dual_enough: float | None = None,
     stall: int | None = None,
     stall_above: float = -math.inf,
@@ -76,9 +76,9 @@ def limit_mip(
     """Count ``solver``'s next MIP run's work into ``budget`` (each callback spends the
     model's rows plus columns) and interrupt it at the first callback where it may stop:
 
-    - an ``optional`` MIP (one whose plan may be discarded), with an incumbent (or
-      ``has_plan``: the caller holds one, e.g. the plan a cutoff came from), once
-      ``budget``'s MIP work is spent;
+    - once ``budget``'s MIP work is spent, where the caller holds a plan (``has_plan``, e.g.
+      the plan a cutoff came from) or the incumbent is within ``settle_gap`` (objective
+      units) of the dual bound (by default, any incumbent);
     - whatever the incumbent (a MIP run for its dual bound), once the dual bound reaches
       ``dual_enough``, or once it has stalled over ``stall`` callbacks (:data:`STALL_RISE`)
       at ``stall_above`` or more.
@@ -93,8 +93,9 @@ def limit_mip(
             budget.spend_mip(size)
         dual = data_out.mip_dual_bound
         bounds.append(dual)
-        incumbent = has_plan or math.isfinite(data_out.mip_primal_bound)
-        spent = optional and budget is not None and budget.mip_exhausted
+        primal = data_out.mip_primal_bound
+        settled = has_plan or (math.isfinite(primal) and primal - dual <= settle_gap)
+        spent = budget is not None and budget.mip_exhausted
         enough = dual_enough is not None and dual >= dual_enough
         stalled = (
             stall is not None
@@ -103,7 +104,7 @@ def limit_mip(
             and math.isfinite(earlier := bounds[-1 - stall])
             and dual - earlier <= STALL_RISE * abs(earlier)
         )
-        if (spent and incumbent) or enough or stalled:
+        if (spent and settled) or enough or stalled:
             data_in.user_interrupt = True
 
     solver.setCallback(callback, None)

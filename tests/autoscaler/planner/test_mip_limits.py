@@ -5,6 +5,8 @@ gives a valid bound."""
 
 from __future__ import annotations
 
+import math
+
 import highspy
 import numpy as np
 import pytest
@@ -137,3 +139,16 @@ def test_a_plan_whose_mips_spend_their_budget_is_the_same_in_another_process():
     )
     assert runs[0].startswith("True ")  # the budget was reached
     assert runs[0] == runs[1]
+
+
+def test_past_its_budget_a_mip_stops_only_at_a_plan_within_its_settle_gap():
+    """The first rounding's MIP: once the budget is spent it searches on until its plan is
+    within the settle gap of its dual bound (any plan, by default)."""
+    for settle_gap, stops_at in ((math.inf, 67.0), (2.0, 67.0), (0.5, 66.0), (0.0, 66.0)):
+        h = _knapsack_cover()
+        limit_mip(h, Budget(mip_limit=1), settle_gap=settle_gap)
+        h.run()
+        info = h.getInfo()
+        assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+        assert info.objective_function_value == pytest.approx(stops_at)
+        assert info.objective_function_value - info.mip_dual_bound <= settle_gap
