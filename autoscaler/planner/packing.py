@@ -118,7 +118,19 @@ def pack(kind: Kind, order: Sequence[Item], caps: Mapping[int, int]) -> Pattern 
 
 
 def pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None:
-    """:func:`pack` with the order given as positions in ``kind.items`` and caps per position."""
+    """:func:`pack` with the order given as positions in ``kind.items`` and caps per position.
+
+    Remembered per kind: pricing meets the same order and caps again in later rounds (a
+    third to a half of its packings on small and 200-bundle plans), and packing is
+    deterministic, so the pattern is the one packed before."""
+    packed = kind.__dict__.setdefault("_packed", {})
+    key = (order.tobytes(), caps[order].tobytes())
+    if key not in packed:
+        packed[key] = _pack_rows(kind, order, caps)
+    return packed[key]
+
+
+def _pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None:
     items = kind.items
     hosts = [h.copy(h.unit) for h in kind.hosts]
     content: list[list[tuple[int, int]]] = [[] for _ in hosts]

@@ -107,6 +107,14 @@ def test_packing_matches_fitting_each_item_on_each_host(seed, hosts):
         expected = fit_each_item_on_each_host(kind, ordered, by_index)
         assert pack_rows(kind, order, caps) == expected
         assert pack(kind, ordered, by_index) == expected
+        # Pricing meets the same order again with other caps: a packing is remembered for
+        # its order and caps together, never for the order alone.
+        fewer = np.maximum(caps // 3, 1)
+        expected_fewer = fit_each_item_on_each_host(
+            kind, ordered, {items[r].index: int(fewer[r]) for r in order}
+        )
+        assert pack_rows(kind, order, fewer) == expected_fewer
+        assert pack_rows(kind, order, caps) == expected
 
 
 def best_fit_one_by_one(shares: list[int], share: int, copies: int) -> list[int]:
