@@ -9,7 +9,8 @@ Run: .venv/bin/python benchmarks/planner.py [--scales 200,2000] [--kinds forced,
 Per problem it prints: bundles, node types, the planner's own time (median of ``--repeat``
 in-process runs: what a monitor round pays), the whole ``autoscale plan --json`` process
 and what it adds to its own planning (wall seconds less the ``planning_seconds`` it
-reports: CLI start, imports, config load; medians), cost per hour, the lower bound (valid
+reports: CLI start, imports, config load; medians), that planning (with the head's free
+capacity, as a monitor round plans) and its gap, cost per hour, the lower bound (valid
 for the policy in force, ``spare`` by default), gap, whether the plan's witness verifies
 (``planner.verify``: every bundle placed once, every node and device within its resources,
 strict groups kept), nodes, the lower bound on nodes, feasible bundles left unplaced (must
@@ -65,6 +66,7 @@ def main() -> None:
     ray = not args.no_ray and _have_ray()
     print(
         f"{'problem':>9} {'bundles':>7} {'types':>5} {'plan s':>6} {'proc s':>6} {'adds s':>6} "
+        f"{'head s':>6} {'h.gap':>6} "
         f"{'$/hour':>10} {'bound':>10} {'gap':>6} {'witness':>7} {'nodes':>6} {'n.bnd':>6} "
         f"{'unpl':>4} {'budget':>6} | {'Ray $/h':>10} {'Ray nodes':>9} {'Ray unpl':>8} "
         f"{'Ray s':>7} {'vs Ray':>7}"
@@ -122,7 +124,7 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> t
             planner_times.append(time.perf_counter() - start)
         proved = plan(request, witness=True)
         problems = verify(request, proved.witness, _launched(proved))
-        process_times, process_adds = [], []
+        process_times, process_adds, head_times = [], [], []
         for _ in range(args.repeat):
             start = time.perf_counter()
             done = subprocess.run(
@@ -140,7 +142,10 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> t
                 capture_output=True,
             )
             process_times.append(time.perf_counter() - start)
-            process_adds.append(process_times[-1] - json.loads(done.stdout)["planning_seconds"])
+            document = json.loads(done.stdout)
+            head_times.append(document["planning_seconds"])
+            process_adds.append(process_times[-1] - head_times[-1])
+        head_gap = document["cost_per_hour"] / max(document["lower_bound_per_hour"], 1e-9) - 1
         theirs = None
         if ray and scale > args.ray_max_bundles:
             theirs = {"skipped": f"(Ray not run above {args.ray_max_bundles} bundles)"}
@@ -150,7 +155,8 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> t
     line = (
         f"{kind:>9} {bundle_count(demand_doc):>7} {len(request.node_types):>5} "
         f"{statistics.median(planner_times):>6.3f} {statistics.median(process_times):>6.3f} "
-        f"{statistics.median(process_adds):>6.3f} "
+        f"{statistics.median(process_adds):>6.3f} {statistics.median(head_times):>6.3f} "
+        f"{head_gap * 100:>5.2f}% "
         f"{result.cost_per_hour:>10.2f} {result.lower_bound_per_hour:>10.2f} "
         f"{result.gap * 100:>5.2f}% {'yes' if not problems else 'NO':>7} "
         f"{result.node_count:>6} {result.node_lower_bound:>6} {unplaced:>4} "
