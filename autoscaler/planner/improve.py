@@ -218,7 +218,7 @@ class _Search:
         rows = rows[[self.units[r] is not unit for r in rows.tolist()]]
         order = [self.units[r] for r in rows.tolist()]
         free = matrix[rows]
-        for index, copies in sorted(unit.content, key=lambda ic: _size(self.items[ic[0]])):
+        for index, copies in self._packing_order(unit.content):
             item = self.items[index]
             left = copies
             columns, needs = self._wants(index)
@@ -326,8 +326,8 @@ class _Search:
                 continue
             self.trials -= 1
             trial = host.copy(host.unit)
-            ordered = sorted(unit.content, key=lambda ic: _size(self.items[ic[0]]))
-            if all(_put_all(trial, self.items[i], n) for i, n in ordered):
+            ordered = self._put_whole(trial, unit.content)
+            if ordered is not None:
                 host = trial
                 absorbed.append(unit)
                 content.extend(ordered)
@@ -360,9 +360,21 @@ class _Search:
             if not self._allowed(kind, freed):
                 continue
             host = kind.hosts[0].copy(kind.hosts[0].unit)
-            ordered = sorted(content, key=lambda ic: _size(self.items[ic[0]]))
-            if all(_put_all(host, self.items[i], n) for i, n in ordered):
+            ordered = self._put_whole(host, content)
+            if ordered is not None:
                 return kind, host, ordered
+        return None
+
+    def _packing_order(self, content: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """``content`` (item index, copies) largest items first."""
+        return sorted(content, key=lambda ic: _size(self.items[ic[0]]))
+
+    def _put_whole(self, host: Bin, content: list[tuple[int, int]]):
+        """Put all of ``content`` on ``host`` in packing order: that order, or None where some
+        item does not fit whole (``host`` is then left partly filled)."""
+        ordered = self._packing_order(content)
+        if all(_put_all(host, self.items[i], n) for i, n in ordered):
+            return ordered
         return None
 
     def _allowed(self, kind: Kind, freed: Sequence[Kind]) -> bool:
