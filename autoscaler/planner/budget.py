@@ -14,6 +14,8 @@ the same work on any machine, under any load, so it gets the same plan.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 WORK_LIMIT = 450_000
@@ -39,6 +41,27 @@ class Budget:
 
     def spend_mip(self, units: int) -> None:
         self.mip_used += units
+
+    @contextmanager
+    def at_most(self, work: int) -> Iterator[None]:
+        """Within the block, at most ``work`` more units (never past the limit)."""
+        limit = self.limit
+        self.limit = min(limit, self.used + work)
+        try:
+            yield
+        finally:
+            self.limit = limit
+
+    @contextmanager
+    def more_mip(self, units: int) -> Iterator[None]:
+        """Within the block, ``units`` more MIP work than is used now, even past the MIP
+        limit (after the block, the limit is as before)."""
+        limit = self.mip_limit
+        self.mip_limit = self.mip_used + units
+        try:
+            yield
+        finally:
+            self.mip_limit = limit
 
     @property
     def exhausted(self) -> bool:

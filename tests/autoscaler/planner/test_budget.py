@@ -18,7 +18,7 @@ from autoscaler.planner import (
     PlanRequest,
     plan,
 )
-from autoscaler.planner.budget import WORK_LIMIT
+from autoscaler.planner.budget import WORK_LIMIT, Budget
 from autoscaler.planner.verify import verify
 from tests.autoscaler.planner.test_plan_quality import generated
 from tests.autoscaler.planner.test_witness import CPU8, GIB, T4X4
@@ -111,3 +111,21 @@ def test_greedy_uses_free_capacity_first_and_keeps_limits_and_gangs_whole():
 def test_ordinary_problems_stay_within_the_default_budget():
     for kind in ("flexible", "gcp"):
         assert not _reached(plan(generated(2000, kind, 0), work_limit=WORK_LIMIT))
+
+
+def test_a_repair_allowance_never_raises_the_work_limit_and_is_undone_after_its_block():
+    budget = Budget(limit=1_000, used=900, mip_limit=500, mip_used=600)
+    with budget.at_most(50):
+        assert not budget.exhausted
+        budget.spend(50)
+        assert budget.exhausted  # 50 more, not the 100 the limit leaves
+    assert not budget.exhausted and budget.limit == 1_000
+    with budget.at_most(500):
+        budget.spend(100)
+        assert budget.exhausted  # never past the plan's own limit
+    with pytest.raises(RuntimeError), budget.more_mip(200):
+        assert not budget.mip_exhausted  # past the MIP limit: more MIP work within the block
+        budget.spend_mip(199)
+        assert not budget.mip_exhausted
+        raise RuntimeError
+    assert budget.mip_exhausted and budget.mip_limit == 500
