@@ -36,7 +36,7 @@ from instance_catalog.model import (
     Price,
     TpuSlice,
 )
-from instance_catalog.prices import gcp_prices
+from instance_catalog.prices import gcp_price_regions, gcp_prices
 from instance_catalog.tpu import gcp_data, host_shape, tpu_slice, tpu_slice_types, tpu_zones
 
 NVIDIA = "NVIDIA"
@@ -384,10 +384,26 @@ def gcp_instance_types() -> list[InstanceType]:
     return list(_all_types().values())
 
 
+ZONE_TABLES = ("machine_types", "accelerator_types", "tpu_accelerator_types")
+"""The snapshot's tables that list zones."""
+
+
 @cache
 def known_regions() -> frozenset[str]:
-    """Every region the catalog knows (from prices and zone lists)."""
-    return frozenset(region for entry in _all_types().values() for region in entry.zones)
+    """Every region the catalog knows: those with a price, and those of its zone lists (the
+    snapshot's, and each TPU generation's). These are the regions of every type it builds,
+    read from the data: building every type to read its regions was most of the time a
+    GCP cluster config took to load."""
+    listed = {
+        region
+        for table in ZONE_TABLES
+        for facts in _snapshot().get(table, {}).values()
+        for region in facts.get("zones", {})
+    }
+    listed.update(
+        region for facts in gcp_data()["tpu"].values() for region in facts.get("zones", {})
+    )
+    return gcp_price_regions() | listed
 
 
 def accelerator_zones(gce_name: str) -> dict[str, tuple[str, ...]]:

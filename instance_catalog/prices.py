@@ -105,6 +105,15 @@ def refreshed_aws_prices() -> dict[str, Any]:
         return {}
 
 
+def gcp_price_regions() -> frozenset[str]:
+    """Every region some GCP price is for."""
+    return frozenset(
+        row["region"]
+        for rows in _grouped_rows("prices_gcp.csv", "kind", "name").values()
+        for row in rows
+    )
+
+
 @cache
 def gcp_prices(kind: str, name: str) -> dict[str, Price]:
     """Region -> price of GCP item ``name`` of ``kind`` (``machine``, ``gpu`` per GPU,

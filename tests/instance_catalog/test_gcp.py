@@ -13,6 +13,7 @@ from instance_catalog.gcp import (
     attached_gpu_price,
     canonical_gpu_name,
     gcp_instance_types,
+    known_regions,
     n1_gpu_counts,
 )
 from instance_catalog.model import GCP
@@ -203,6 +204,12 @@ def test_every_tpu_slice_type_is_an_instance_type(types):
 def test_tpu_zones(types):
     assert types["v4-16"].zones["us-central2"] == ("us-central2-b",)
     assert "us-central1-c" in types["v7x-16"].zones["us-central1"]
+
+
+def test_known_regions_are_those_of_every_catalogued_type(types):
+    """Read from the data without building the types (a GCP config's region check)."""
+    assert known_regions() == {region for entry in types.values() for region in entry.zones}
+    assert {"us-central1", "us-central2", "europe-west4"} <= known_regions()
 
 
 def test_names_are_unique_and_load_is_fast():
