@@ -72,6 +72,12 @@ class Bin:
                 count = min(count, self.free.get(name, 0) // need)
                 if count == 0:
                     return 0
+        return self.device_fit_count(part, count)
+
+    def device_fit_count(self, part: Part, limit: int) -> int:
+        """How many copies of ``part`` the devices hold (at most ``limit``; scalar room not
+        checked)."""
+        count = limit
         for name, share in part.devices:
             count = min(count, self._device_fit(name, share))
         return max(count, 0)
@@ -94,45 +100,59 @@ class Bin:
         return True
 
     # Changing ---------------------------------------------------------------------------
-    def place(self, part: Part, count: int) -> list[tuple[str, int, int]]:
-        """Take ``count`` copies; returns the device grants (resource, device, units)."""
+    def place(self, part: Part, count: int) -> None:
+        """Take ``count`` copies (as :meth:`fit_count` counted them)."""
         for name, need in part.needs:
             self.free[name] = self.free.get(name, 0) - need * count
-        grants: list[tuple[str, int, int]] = []
         for name, share in part.devices:
             shares = self.devices.get(name)
             if shares is not None:
-                grants.extend((name, index, units) for index, units in _take(shares, share, count))
-        return grants
+                _occupy(shares, share, count)
+
+    def grant(self, part: Part) -> list[tuple[str, int, int]]:
+        """Take one copy; returns the device grants it got (resource, device, units)."""
+        before = {
+            name: list(self.devices[name]) for name, _ in part.devices if name in self.devices
+        }
+        self.place(part, 1)
+        return [
+            (name, index, was - now)
+            for name, shares in before.items()
+            for index, (was, now) in enumerate(zip(shares, self.devices[name], strict=True))
+            if was != now
+        ]
 
     def remove(self, part: Part, count: int, grants: Iterable[tuple[str, int, int]]) -> None:
-        """Undo a :meth:`place` given its grants."""
+        """Undo taking ``count`` copies given their grants."""
         for name, need in part.needs:
             self.free[name] = self.free.get(name, 0) + need * count
         for name, index, units in grants:
             self.devices[name][index] += units
 
 
-def _take(shares: list[int], share: int, count: int) -> list[tuple[int, int]]:
-    """``count`` copies, one after another: whole devices lowest index first, or best fit for
-    a fraction; (device, units) taken, copy by copy.
+def _occupy(shares: list[int], share: int, count: int) -> None:
+    """Take ``count`` copies of ``share`` from the devices' free ``shares``: whole devices
+    lowest index first, or best fit for a fraction.
 
     Best fit keeps taking from the device it chose until that one has too little left (its
     free share only shrinks below the others'), so copies go to the devices with enough room
-    in (free share, index) order, each filled in turn."""
+    in (free share, index) order, each filled in turn: taking copies one at a time
+    (:meth:`Bin.grant`) takes the same."""
     if share >= SHARE_UNITS:
-        whole = [i for i, free in enumerate(shares) if free == SHARE_UNITS]
-        whole = whole[: count * (share // SHARE_UNITS)]
-        for index in whole:
-            shares[index] = 0
-        return [(index, SHARE_UNITS) for index in whole]
-    taken: list[tuple[int, int]] = []
-    if count <= 0:
-        return taken
+        whole = count * (share // SHARE_UNITS)
+        for index, free in enumerate(shares):
+            if whole <= 0:
+                return
+            if free == SHARE_UNITS:
+                shares[index] = 0
+                whole -= 1
+        return
+    left = count
     for free, index in sorted((free, i) for i, free in enumerate(shares) if free >= share):
-        copies = min(count - len(taken), free // share)
+        if left <= 0:
+            return
+        copies = min(left, free // share)
         shares[index] -= copies * share
-        taken.extend([(index, share)] * copies)
-        if len(taken) == count:
-            return taken
-    raise ValueError(f"{count} copies of a {share}-unit share do not fit on {shares}")
+        left -= copies
+    if left > 0:
+        raise ValueError(f"{count} copies of a {share}-unit share do not fit on {shares}")

@@ -55,8 +55,9 @@ class Pattern:
         return counts
 
 
-def fit(host: Bin, item: Item, limit: int) -> int:
-    """Copies of ``item`` that fit on ``host`` (at most ``limit``)."""
+def fit(host: Bin, item: Item, limit: int, room_checked: bool = False) -> int:
+    """Copies of ``item`` that fit on ``host`` (at most ``limit``; ``room_checked``: the
+    host's scalar room holds ``limit`` copies already)."""
     if limit <= 0:
         return 0
     if item.spread_group is not None:
@@ -64,6 +65,8 @@ def fit(host: Bin, item: Item, limit: int) -> int:
         if taken is not None and taken != item.slot:
             return 0
     if len(item.parts) == 1:
+        if room_checked:
+            return host.device_fit_count(item.parts[0], limit)
         return host.fit_count(item.parts[0], limit)
     if len(item.device_parts) <= 1:  # scalars add up; one part's device shares decide alone
         copies = limit
@@ -134,41 +137,51 @@ def _pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | Non
     items = kind.items
     hosts = [h.copy(h.unit) for h in kind.hosts]
     content: list[list[tuple[int, int]]] = [[] for _ in hosts]
-    for row, copies in zip(order.tolist(), caps[order].tolist(), strict=True):
-        _put_greedily(hosts, content, items[row], copies)
+    rows = zip(order.tolist(), caps[order].tolist(), strict=True)
+    if len(hosts) == 1:  # most kinds: no loop over hosts per item
+        host, placed = hosts[0], content[0]
+        for row, copies in rows:
+            _put_on(host, placed, items[row], copies)
+    else:
+        for row, copies in rows:
+            _put_greedily(hosts, content, items[row], copies)
     return _pattern(kind, content)
 
 
 def _put_greedily(
     hosts: Sequence[Bin], content: list[list[tuple[int, int]]], item: Item, copies: int
 ) -> None:
-    """As many of ``copies`` of ``item`` as fit, host by host (``content`` records them).
-
-    Each host's scalar room is checked inline (no call per host), and only items that pass
-    and need more (devices, several parts, a STRICT_SPREAD slot) are fitted exactly: the same
-    copies as :func:`fit` on each host in turn, at a fraction of the calls (multi-host slices
-    priced for every item every round)."""
-    needs = item.positive_needs
-    for position, host in enumerate(hosts):
+    """As many of ``copies`` of ``item`` as fit, host by host (``content`` records them)."""
+    for host, placed in zip(hosts, content, strict=True):
         if copies <= 0:
             return
-        free = host.free
-        here = copies
-        for name, need in needs:
-            room = free.get(name, 0) // need
-            if room < here:
-                here = room
-                if here <= 0:
-                    break
-        if here <= 0:
-            continue
-        if not item.scalar:
-            here = fit(host, item, here)
-            if not here:
-                continue
-        put(host, item, here)
-        content[position].append((item.index, here))
-        copies -= here
+        copies -= _put_on(host, placed, item, copies)
+
+
+def _put_on(host: Bin, placed: list[tuple[int, int]], item: Item, copies: int) -> int:
+    """As many of ``copies`` of ``item`` as fit on ``host`` (``placed`` records them); returns
+    how many.
+
+    The scalar room is checked inline (no call), and only items that pass and need more
+    (devices, several parts, a STRICT_SPREAD slot) are fitted exactly: the same copies as
+    :func:`fit`, at a fraction of the calls (pricing packs every kind in several orders every
+    round, and most items it visits no longer fit)."""
+    if copies <= 0:
+        return 0
+    free = host.free
+    for name, need in item.positive_needs:
+        room = free.get(name, 0) // need
+        if room < copies:
+            copies = room
+            if copies <= 0:
+                return 0
+    if not item.scalar:
+        copies = fit(host, item, copies, room_checked=True)
+        if not copies:
+            return 0
+    put(host, item, copies)
+    placed.append((item.index, copies))
+    return copies
 
 
 def _pattern(kind: Kind, content: list[list[tuple[int, int]]]) -> Pattern | None:

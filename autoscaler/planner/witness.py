@@ -113,7 +113,7 @@ def _granted(bins: Sequence[Bin], hosts, items: Mapping[int, Item]):
                     host.place(part, copies)
                 entries.append((item, [[[] for _ in item.parts]] * copies))
                 continue
-            per_copy = [[host.place(part, 1) for part in item.parts] for _ in range(copies)]
+            per_copy = [[host.grant(part) for part in item.parts] for _ in range(copies)]
             entries.append((item, per_copy))
         out.append(entries)
     return out

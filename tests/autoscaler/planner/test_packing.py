@@ -99,7 +99,7 @@ def test_packing_matches_fitting_each_item_on_each_host(seed, hosts):
     node_type = replace(GPU4, head_resources={"slice-head": 1})
     slice_hosts = tuple(fresh_host(node_type, h, -1) for h in range(hosts))
     kind = Kind(0, "gpu4", GPU4.price, None, slice_hosts, True, items=items)
-    caps = np.array([rng.randint(1, 40) for _ in items], np.int64)
+    caps = np.array([rng.randint(0, 40) for _ in items], np.int64)  # 0: nothing left of it
     for _ in range(10):
         order = np.array(rng.sample(range(len(items)), len(items)), np.int64)
         ordered = [items[r] for r in order]
@@ -139,7 +139,9 @@ def test_placing_copies_at_once_takes_the_devices_best_fit_would_copy_by_copy(se
     host.free["GPU"] = sum(host.devices["GPU"])
     reference = list(host.devices["GPU"])
     copies = host.fit_count(part, 99)
-    grants = host.place(part, copies)
+    one_by_one = host.copy(host.unit)
+    grants = [one_by_one.grant(part) for _ in range(copies)]
+    host.place(part, copies)
     expected = best_fit_one_by_one(reference, round(gpu * 10000), copies)
-    assert [device for _, device, _ in grants] == expected
-    assert host.devices["GPU"] == reference
+    assert [device for ((_, device, _),) in grants] == expected
+    assert host.devices["GPU"] == one_by_one.devices["GPU"] == reference

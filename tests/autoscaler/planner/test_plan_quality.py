@@ -154,7 +154,7 @@ def _assign(parts, position, hosts, accelerated, loads, anchors):
     for u, host in enumerate(hosts):
         if host.fit_count(part, 1) < 1:
             continue
-        grants = host.place(part, 1)
+        grants = host.grant(part)
         loads[u] += 1
         anchors[u] += not cpu_only
         if _assign(parts, position + 1, hosts, accelerated, loads, anchors):
