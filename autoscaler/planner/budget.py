@@ -8,8 +8,10 @@ still placed and the plan keeps its valid lower bound. Integer programs spend a 
 their own (:data:`MIP_WORK_LIMIT`, counted where HiGHS calls back); once it is spent, the
 optional ones (rounding again, fewest nodes) keep the first plan they have, and the first
 rounding's MIP stops once its plan is within
-:data:`~autoscaler.planner.rounding.FIRST_SETTLE` of its dual bound. The same input spends
-the same work on any machine, under any load, so it gets the same plan.
+:data:`~autoscaler.planner.rounding.FIRST_SETTLE` of its dual bound. A plan that may miss
+the planner's target is rounded again with an allowance of its own
+(:data:`~autoscaler.planner.rounding.REPAIR_WORK`). The same input spends the same work on
+any machine, under any load, so it gets the same plan.
 """
 
 from __future__ import annotations

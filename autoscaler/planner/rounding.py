@@ -8,11 +8,10 @@ remainder (a few units per basic pattern) gets its own column generation, seeded
 single-item units (and, on large plans, with the remainder packed greedily: whole units whose
 contents fit together, which the LP's fractional patterns of, e.g., gang slots on dear nodes
 rarely offer), and a MIP over that LP's support and those seeds; a plan still far from its bound
-is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`), one that may miss the planner's
-target even past the work budget (:data:`REPAIR_WORK`). Small plans
-(:data:`EXACT_UNITS`) whose first integer plan is not that close yet: every kind is also
-priced exactly, which gives
-Lagrangian cost bounds, the plan is rounded again and a dive makes another; the best one after
+is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`), and one that may miss the planner's
+target, even past the work budget (:data:`REPAIR_WORK`). Small plans (:data:`EXACT_UNITS`)
+whose first integer plan is not that close yet: every kind is also priced exactly, which
+gives Lagrangian cost bounds, the plan is rounded again and a dive makes another; the best one after
 :mod:`~autoscaler.planner.improve` is kept. Last, for small plans (:data:`FEWEST_UNITS_MAX`),
 among the plans that place as much and cost at most :data:`NODE_TOLERANCE` more, one with
 fewer new units: local moves first, then, for the smallest (:data:`FEWEST_MIP_UNITS`), a MIP
