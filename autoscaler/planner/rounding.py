@@ -8,11 +8,11 @@ remainder (a few units per basic pattern) gets its own column generation, seeded
 single-item units (and, on large plans, with the remainder packed greedily: whole units whose
 contents fit together, which the LP's fractional patterns of, e.g., gang slots on dear nodes
 rarely offer), and a MIP over that LP's support and those seeds; a plan still far from its bound
-is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`), and one that may miss the planner's
-target, even past the work budget (:data:`REPAIR_WORK`). Small plans (:data:`EXACT_UNITS`)
-whose first integer plan is not that close yet: every kind is also priced exactly, which
-gives Lagrangian cost bounds, the plan is rounded again and a dive makes another; the best one after
-:mod:`~autoscaler.planner.improve` is kept. Last, for small plans (:data:`FEWEST_UNITS_MAX`),
+is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`), past the work budget where it may
+miss the planner's target (:data:`REPAIR_WORK`). Small plans (:data:`EXACT_UNITS`) whose
+first integer plan is not that close yet: every kind is also priced exactly, which gives
+Lagrangian cost bounds, the plan is rounded again and a dive makes another; the best one
+after :mod:`~autoscaler.planner.improve` is kept. Last, for small plans (:data:`FEWEST_UNITS_MAX`),
 among the plans that place as much and cost at most :data:`NODE_TOLERANCE` more, one with
 fewer new units: local moves first, then, for the smallest (:data:`FEWEST_MIP_UNITS`), a MIP
 over the patterns seen near that problem's LP solution (:data:`FEWEST_REDUCED_COST`). Large
@@ -228,12 +228,13 @@ def generate(
         return floor
 
     def misses_target() -> bool:
-        """The best plan is more than the planner's target above the whole-unit bound (so
-        maybe above its own bound too), or where that bound was not needed yet, the LP."""
+        """The best plan is not close to the LP, and more than the planner's target above the
+        whole-unit bound (so maybe above its own bound too), or where that bound was not
+        needed yet, above the LP."""
         best = min(_cost(plan, kinds) for plan in plans)
-        if floor is None:
-            return best > (1 + TARGET) * lp_cost
-        return not close_enough() and best > (1 + TARGET) * whole_floor()
+        if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost:
+            return False
+        return best > (1 + TARGET) * (lp_cost if floor is None else floor)
 
     if small and not budget.exhausted and not close_enough():
         # Exact pricing, its Lagrangian bounds, and a second integer plan by diving.
