@@ -50,13 +50,14 @@ def exact_rounds(
     caps: Mapping[int, int],
     by_index: Mapping[int, Item],
     cost_phase: bool = False,
+    max_rounds: int = EXACT_ROUNDS,
 ) -> list[DualBound]:
     """Price every kind exactly (after the greedy pricing found nothing): add the patterns
     with a negative reduced cost, then the greedy search again; a Lagrangian relaxation per
     round. Stops when exact pricing finds nothing (the LP is then optimal over all patterns)
-    or after :data:`EXACT_ROUNDS` rounds."""
+    or after ``max_rounds`` rounds."""
     found: list[DualBound] = []
-    for _ in range(EXACT_ROUNDS):
+    for _ in range(max_rounds):
         item_duals, kind_duals, _ = master.solve_lp()
         value = sum(item_duals[i] * caps[i] for i in caps if i in item_duals)
         dual_vector, cap_vector = _vectors(kinds, item_duals, caps)

@@ -17,6 +17,7 @@ dearer; passes are bounded, so the result is deterministic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -169,6 +170,22 @@ class _Search:
                     excess -= take
         self.units = [u for u in self.units if u.content]
         self.matrix = None
+        self._anchor()
+
+    def _anchor(self) -> None:
+        """A launched accelerator unit that trimming left with only CPU-only work becomes
+        the cheapest kind that may hold that work, dearer or not (the planner would drop it
+        and place its contents again, on a unit of its own)."""
+        for unit in list(self.units):
+            if not unit.kind.needs_anchor or any(
+                not self.items[index].rider for index, _ in unit.content
+            ):
+                continue
+            best = self._cheapest(unit.content, unit.needs, unit.kinds, math.inf, (unit.kind,))
+            if best is not None:
+                kind, host, ordered = best
+                self._drop(unit)
+                self._add(_Unit(kind, host, ordered))
 
     def _rebuild(
         self, unit: _Unit, content: list[tuple[int, int]], host: Bin | None = None

@@ -385,6 +385,24 @@ def test_a_plan_that_would_miss_the_target_is_rounded_again_past_the_mip_budget(
     assert plan(request) == result
 
 
+@pytest.mark.parametrize("seed", [20, 27, 31, 35])
+def test_a_plan_greedy_pricing_leaves_far_from_its_bound_is_priced_exactly(seed):
+    """Greedy pricing missed the cheapest mix on these (CPU-only bundles filling big
+    accelerator units), and their plans were 3.4-5.1% above their bounds; exact pricing, as
+    only a plan still missing the target after rounding again gets, brings them within 3%."""
+    request = generated(200, "flexible", seed)
+    result = plan(request)
+    assert_places_all_within_three_percent(result)
+    assert plan(request) == result
+
+
+def test_trimming_never_leaves_an_accelerator_unit_holding_only_cpu_work():
+    """Trimming the copies beyond the demand once left a launched inf2 unit with only
+    CPU-only bundles; the planner then dropped it and launched another node for them (4.7%
+    above the bound). Now that unit becomes the cheapest kind that may hold its work."""
+    assert_places_all_within_three_percent(plan(generated(200, "flexible", 41)))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_tiny_gang_heavy_problems_are_proven_within_three_percent(seed):
     """A few bundles over 20-60 types: the bound's whole units must close what its LP leaves
