@@ -11,9 +11,11 @@ rarely offer), and a MIP over that LP's support and those seeds; a plan still fa
 is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`), past the work budget where it may
 miss the planner's target (:data:`REPAIR_WORK`). Small plans (:data:`EXACT_UNITS`) whose
 first integer plan is not that close yet: every kind is also priced exactly, which gives
-Lagrangian cost bounds, the plan is rounded again and a dive makes another; the best one
-after :mod:`~autoscaler.planner.improve` is kept. Last, for small plans (:data:`FEWEST_UNITS_MAX`),
-among the plans that place as much and cost at most :data:`NODE_TOLERANCE` more, one with
+Lagrangian cost bounds, the plan is rounded again and a dive makes another; so is a plan that
+still misses the planner's target above its proven bounds after all that
+(:data:`EXACT_REPAIR_UNITS`). The best one after :mod:`~autoscaler.planner.improve` is kept.
+Last, for small plans (:data:`FEWEST_UNITS_MAX`), among the plans that place as much and cost
+at most :data:`NODE_TOLERANCE` more (never past the target above the whole-unit bound), one with
 fewer new units: local moves first, then, for the smallest (:data:`FEWEST_MIP_UNITS`), a MIP
 over the patterns seen near that problem's LP solution (:data:`FEWEST_REDUCED_COST`). Large
 plans (:data:`GREEDY_START_ITEMS`) start from a greedy plan instead of single-item units.
@@ -104,14 +106,16 @@ both. The cheapest plan is kept, and the bound goes with it to the plan's own.""
 EXACT_REPAIR_UNITS = 100
 EXACT_REPAIR_ROUNDS = 3
 """A plan of at most :data:`EXACT_REPAIR_UNITS` new units in the LP that is still more than
-the planner's target (:data:`~autoscaler.planner.bound.TARGET`) above the whole-unit bound
-after rounding again is priced exactly too (at most :data:`EXACT_REPAIR_ROUNDS` rounds, the
-fewer-nodes phase greedily), then rounded and dived again. Greedy pricing can miss the
-patterns of the cheapest mix, leaving the LP itself several percent too dear: e.g. packing a
-big accelerator unit's room with the CPU-only bundles worth most per share of its dominant
-resource, where a mix fills both CPU and memory. On 200-bundle flexible-shaped problems
-outside the benchmark's seeds, 4 of 40 plans were 3.4-8.5% above their bounds before, at most
-2.6% after, for 0.1-0.5 s more each (a 60-bundle Cloud TPU plan 1.3 s more)."""
+the planner's target (:data:`~autoscaler.planner.bound.TARGET`) above its bound after rounding
+again (the bound LP, the Lagrangian bound at the greedy pricing's duals, then whole units, as
+the plan's own bound is computed, each only where the last does not show the plan within the
+target) is priced exactly too (at most :data:`EXACT_REPAIR_ROUNDS` rounds; the fewer-nodes
+phase greedily), then rounded and dived again. Greedy pricing can miss the patterns of the
+cheapest mix, leaving the LP itself several percent too dear: e.g. packing a big accelerator
+unit's room with the CPU-only bundles worth most per share of its dominant resource, where a
+mix fills both CPU and memory. On flexible-shaped 200-bundle problems outside the benchmark's
+seeds, 4 of 40 plans were 3.4-8.5% above their bounds before, at most 2.6% after, for 0.1-0.5 s
+more each."""
 NEAR_REDUCED_COST = 0.1
 ROUND_AGAIN_UNITS = 100
 """...for plans of at most this many new units in the LP (beyond that, a unit's rounding is a
@@ -222,22 +226,39 @@ def generate(
             return True
         return best <= (1 + ROUND_AGAIN_ABOVE) * whole_floor()
 
-    def whole_floor() -> float:
+    def whole_floor(close: float = ROUND_AGAIN_ABOVE, lagrangian: bool = False) -> float:
         """A bound among plans costing at most the best one's (one that places everything):
-        whole units may make any plan dearer than the LP's."""
+        whole units may make any plan dearer than the LP's (computed once, its whole-unit
+        MIP only where the LP bound, and with ``lagrangian`` the Lagrangian bound at the
+        greedy pricing's duals, do not show the best plan within ``close``)."""
         nonlocal floor
         if floor is None:
             best_plan = min(plans, key=lambda plan: _cost(plan, kinds))
             best = _cost(best_plan, kinds)
+
+            def proved(at_least: float) -> float:
+                found = dual_bounds[0].cost_bound(kinds, best + 1e-9, at_least)
+                return at_least if found is None else max(at_least, found)
+
             floor = lower_bounds(
                 *merged_by_shape(items, demand, kinds),
                 global_room,
                 best if _places(best_plan, demand) else None,
                 _new_units(best_plan, kinds),
-                close=ROUND_AGAIN_ABOVE,
+                proved if lagrangian else None,
+                close=close,
                 count_units=False,
             ).cost
         return floor
+
+    def misses_proven_bound() -> bool:
+        """The best plan is more than the planner's target above its bound (computed as the
+        plan's own bound is: its Lagrangian knapsacks are the ones that bound asks for)."""
+        best = min(_cost(plan, kinds) for plan in plans)
+        if best <= (1 + TARGET) * whole_floor(TARGET, lagrangian=True):
+            return False
+        lagrangian = dual_bounds[0].cost_bound(kinds, best + 1e-9, whole_floor())
+        return lagrangian is None or best > (1 + TARGET) * lagrangian
 
     def misses_target() -> bool:
         """The best plan is not close to the LP, and more than the planner's target above the
@@ -278,14 +299,14 @@ def generate(
         not exact
         and lp_units <= EXACT_REPAIR_UNITS
         and not budget.exhausted
-        and min(_cost(plan, kinds) for plan in plans) > (1 + TARGET) * whole_floor()
+        and misses_proven_bound()
     ):  # greedy pricing may have missed the patterns of the cheapest mix
         priced_exactly(EXACT_REPAIR_ROUNDS, exact_nodes=False)
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
     taken = _fewest_units(
-        taken, list(pool), items, demand, kinds, limits, global_room, notes, budget
+        taken, list(pool), items, demand, kinds, limits, global_room, notes, budget, floor
     )
     if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
@@ -484,18 +505,24 @@ def _fewest_units(
     global_room: int | None,
     notes: list[str],
     work: Budget,
+    floor: float | None = None,
 ) -> Mapping[Pattern, int]:
     """Among the plans over ``pool`` that place as much as ``taken`` and cost at most
-    :data:`NODE_TOLERANCE` more, one with the fewest new units found: local moves, then (plans
-    of at most :data:`FEWEST_MIP_UNITS`) a MIP over the patterns near the LP's, with a
-    deterministic node limit, searching below the local moves' plan; ``taken`` where none
-    has fewer."""
+    :data:`NODE_TOLERANCE` more (but no more than the planner's target above ``floor``, a
+    bound on their cost, where ``taken`` is within it), one with the fewest new units found:
+    local moves, then (plans of at most :data:`FEWEST_MIP_UNITS`) a MIP over the patterns
+    near the LP's, with a deterministic node limit, searching below the local moves' plan;
+    ``taken`` where none has fewer."""
     new_units = _new_units(taken, kinds)
     if not 1 < new_units <= FEWEST_UNITS_MAX:
         return taken
     covered = covered_copies(taken)
     placed = {index: min(n, covered.get(index, 0)) for index, n in demand.items()}
-    budget = _cost(taken, kinds) * (1 + NODE_TOLERANCE) + 1e-9
+    cost = _cost(taken, kinds)
+    budget = cost * (1 + NODE_TOLERANCE)
+    if floor:
+        budget = max(cost, min(budget, (1 + TARGET) * floor))
+    budget += 1e-9
     weight = budget + 1.0  # one unit fewer outweighs any cost difference within the budget
     # In the MIP, by more than the budget: it stops once its bound shows that no plan has a
     # unit fewer (an absolute gap of the budget), without ranking plans of as many units.
