@@ -226,38 +226,45 @@ def generate(
             return True
         return best <= (1 + ROUND_AGAIN_ABOVE) * whole_floor()
 
-    def whole_floor(close: float = ROUND_AGAIN_ABOVE, lagrangian: bool = False) -> float:
+    def whole_bound(close: float, lagrangian: bool = False) -> float:
         """A bound among plans costing at most the best one's (one that places everything):
-        whole units may make any plan dearer than the LP's (computed once, its whole-unit
-        MIP only where the LP bound, and with ``lagrangian`` the Lagrangian bound at the
-        greedy pricing's duals, do not show the best plan within ``close``)."""
+        whole units may make any plan dearer than the LP's (its whole-unit MIP only where
+        the LP bound, and with ``lagrangian`` the Lagrangian bound at the greedy pricing's
+        duals, do not show the best plan within ``close``)."""
+        best_plan = min(plans, key=lambda plan: _cost(plan, kinds))
+        best = _cost(best_plan, kinds)
+
+        def proved(at_least: float) -> float:
+            found = dual_bounds[0].cost_bound(kinds, best + 1e-9, at_least)
+            return at_least if found is None else max(at_least, found)
+
+        return lower_bounds(
+            *merged_by_shape(items, demand, kinds),
+            global_room,
+            best if _places(best_plan, demand) else None,
+            _new_units(best_plan, kinds),
+            proved if lagrangian else None,
+            close=close,
+            count_units=False,
+        ).cost
+
+    def whole_floor() -> float:
+        """:func:`whole_bound` within :data:`ROUND_AGAIN_ABOVE`, computed once (it goes on to
+        the plan's own bound)."""
         nonlocal floor
         if floor is None:
-            best_plan = min(plans, key=lambda plan: _cost(plan, kinds))
-            best = _cost(best_plan, kinds)
-
-            def proved(at_least: float) -> float:
-                found = dual_bounds[0].cost_bound(kinds, best + 1e-9, at_least)
-                return at_least if found is None else max(at_least, found)
-
-            floor = lower_bounds(
-                *merged_by_shape(items, demand, kinds),
-                global_room,
-                best if _places(best_plan, demand) else None,
-                _new_units(best_plan, kinds),
-                proved if lagrangian else None,
-                close=close,
-                count_units=False,
-            ).cost
+            floor = whole_bound(ROUND_AGAIN_ABOVE)
         return floor
 
     def misses_proven_bound() -> bool:
-        """The best plan is more than the planner's target above its bound (computed as the
-        plan's own bound is: its Lagrangian knapsacks are the ones that bound asks for)."""
+        """The best plan is more than the planner's target above its bound, computed as the
+        plan's own bound is (whose Lagrangian knapsacks are the ones solved here), but only as
+        far as it shows that (the plan's own bound then goes on from scratch)."""
         best = min(_cost(plan, kinds) for plan in plans)
-        if best <= (1 + TARGET) * whole_floor(TARGET, lagrangian=True):
+        known = whole_bound(TARGET, lagrangian=True) if floor is None else floor
+        if best <= (1 + TARGET) * known:
             return False
-        lagrangian = dual_bounds[0].cost_bound(kinds, best + 1e-9, whole_floor())
+        lagrangian = dual_bounds[0].cost_bound(kinds, best + 1e-9, known)
         return lagrangian is None or best > (1 + TARGET) * lagrangian
 
     def misses_target() -> bool:
