@@ -50,14 +50,23 @@ spot]}}}}``, spot null where unknown."""
 
 
 @cache
-def _grouped_rows(filename: str, *key: str) -> dict[tuple[str, ...], list[dict[str, str]]]:
-    """A bundled price file's rows by their ``key`` fields (made into prices when asked for:
-    a config names a few of the catalog's types)."""
-    rows: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
+def _table(filename: str, *key: str) -> tuple[list[str], dict[tuple[str, ...], list[list[str]]]]:
+    """A bundled price file's header, and its rows as read, by their ``key`` fields."""
+    grouped: dict[tuple[str, ...], list[list[str]]] = defaultdict(list)
     with resources.files("instance_catalog.data").joinpath(filename).open(newline="") as f:
-        for row in csv.DictReader(f):
-            rows[tuple(row[field] for field in key)].append(row)
-    return rows
+        reader = csv.reader(f)
+        header = next(reader)
+        positions = [header.index(field) for field in key]
+        for row in reader:
+            grouped[tuple(row[p] for p in positions)].append(row)
+    return header, grouped
+
+
+def _rows(filename: str, *key: str, where: tuple[str, ...]) -> list[dict[str, str]]:
+    """A bundled price file's rows whose ``key`` fields are ``where``, as dicts (made when
+    asked for: a config names a few of the catalog's types)."""
+    header, grouped = _table(filename, *key)
+    return [dict(zip(header, row, strict=True)) for row in grouped.get(where, ())]
 
 
 def _number(text: str) -> float | None:
@@ -68,7 +77,7 @@ def aws_prices(instance_type: str) -> dict[str, Price]:
     """Region -> EC2 Linux price of ``instance_type``, refreshed ones over the bundled ones."""
     prices = {
         row["region"]: _price("aws", "instance", instance_type, row)
-        for row in _grouped_rows("prices_aws.csv", "instance_type").get((instance_type,), ())
+        for row in _rows("prices_aws.csv", "instance_type", where=(instance_type,))
     }
     for region, block in _refreshed_aws_blocks():
         if instance_type in block["prices"]:
@@ -107,11 +116,9 @@ def refreshed_aws_prices() -> dict[str, Any]:
 
 def gcp_price_regions() -> frozenset[str]:
     """Every region some GCP price is for."""
-    return frozenset(
-        row["region"]
-        for rows in _grouped_rows("prices_gcp.csv", "kind", "name").values()
-        for row in rows
-    )
+    header, grouped = _table("prices_gcp.csv", "kind", "name")
+    region = header.index("region")
+    return frozenset(row[region] for rows in grouped.values() for row in rows)
 
 
 @cache
@@ -120,7 +127,7 @@ def gcp_prices(kind: str, name: str) -> dict[str, Price]:
     ``tpu`` per slice), made when first asked for (do not mutate)."""
     return {
         row["region"]: _price("gcp", kind, name, row)
-        for row in _grouped_rows("prices_gcp.csv", "kind", "name").get((kind, name), ())
+        for row in _rows("prices_gcp.csv", "kind", "name", where=(kind, name))
     }
 
 
