@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -214,9 +215,13 @@ def print_plan(result: Plan, node_types: Mapping[str, NodeType]) -> None:
         click.echo(f"Placed on existing nodes: {result.placed_on_existing}")
     click.echo(
         f"Total: ${result.cost_per_hour:.4f}/hour; lower bound "
-        f"${result.lower_bound_per_hour:.4f}/hour (gap {result.gap:.1%}); "
+        f"${result.lower_bound_per_hour:.4f}/hour ({_gap_text(result.gap)}); "
         f"{result.node_count} node(s), at least {result.node_lower_bound}"
     )
+
+
+def _gap_text(gap: float) -> str:
+    return f"gap: cost {gap:.1%} above it" if math.isfinite(gap) else "gap: no bound proved"
 
 
 def _print_explain(result: Plan, config: ClusterConfig) -> None:

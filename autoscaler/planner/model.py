@@ -7,6 +7,7 @@ Demand is *shapes with counts* (one record for 5,000 identical bundles). Resourc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,10 +176,13 @@ class Plan:
 
     @property
     def gap(self) -> float:
-        """Relative distance to the lower bound (0.02 = within 2%)."""
-        if self.cost_per_hour <= 0:
+        """How far the cost is above the lower bound, as a fraction of the bound (0.02: 2%
+        above; the planner's target is 3%); infinite where no positive bound was proved."""
+        if self.cost_per_hour <= self.lower_bound_per_hour:
             return 0.0
-        return (self.cost_per_hour - self.lower_bound_per_hour) / self.cost_per_hour
+        if self.lower_bound_per_hour <= 0:
+            return math.inf
+        return self.cost_per_hour / self.lower_bound_per_hour - 1
 
     def launch_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
