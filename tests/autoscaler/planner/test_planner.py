@@ -285,3 +285,14 @@ def test_the_head_does_not_count_against_max_workers():
     head = ExistingNode("m6i.2xlarge", {"CPU": 0}, node_id="head", worker=False)
     result = run([CPU8], bundles=[({"CPU": 8}, 2)], existing=[head], max_workers=2)
     assert result.launch_counts() == {"m6i.2xlarge": 2}
+
+
+@pytest.mark.parametrize(
+    ("cost", "bound", "gap"),
+    [(103.0, 100.0, 0.03), (100.0, 100.0, 0.0), (0.0, 0.0, 0.0), (5.0, 0.0, float("inf"))],
+)
+def test_the_gap_is_how_far_the_cost_is_above_the_bound(cost, bound, gap):
+    """As the 3% target states it: a plan costing 1.03 times its bound is 3% above it."""
+    from autoscaler.planner.model import Plan
+
+    assert Plan((), (), cost, bound).gap == pytest.approx(gap)
