@@ -146,9 +146,10 @@ def test_slice_whose_second_host_never_reports_is_replaced(env):
     assert result.launched == {"tpu_v4_16": 1}
 
 
-def _reports(provider, simulator, hosts: int, timeout_s: float = 90.0) -> list:
+def _reports(provider, simulator, hosts: int, timeout_s: float = 180.0) -> list:
     """Every host's report, once the simulated hosts' agents (started by their boot
-    scripts, in their own processes) have written them into the node's labels."""
+    scripts, in their own processes) have written them into the node's labels. (Alone, a
+    few seconds; under a full CI run's load one wait took over 90 s.)"""
     deadline = time.monotonic() + timeout_s
     while True:
         simulator.step()
