@@ -141,12 +141,12 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
 
     def known_cost(floor: float) -> float:
-        """What rounding's whole-unit bound and the Lagrangian relaxations prove about plans
-        placing the whole demand."""
+        """What rounding's bounds (its whole-unit one, the one it checked its plan against)
+        and the Lagrangian relaxations prove about plans placing the whole demand."""
         if not places_all:
             return 0.0
-        floor = max(floor, realised.cost_floor)
-        costs = [realised.cost_floor]
+        floor = max(floor, realised.cost_floor, realised.proven_cost)
+        costs = [realised.cost_floor, realised.proven_cost]
         if realised.dual_bounds:
             kinds_used, duals = realised.dual_bounds
             costs += [d.cost_bound(kinds_used, demand_cost + 1e-9, floor) for d in duals]
@@ -328,11 +328,13 @@ class _Realisation:
         self.groups: list[_Group] = []
         self.dual_bounds: tuple[list[Kind], list] | None = None
         self.cost_floor = 0.0
+        self.proven_cost = 0.0
 
     def run(self, demand: Mapping[int, int]) -> None:
         result = self._generate(demand, self.kinds, self.global_room)
         self.notes.extend(result.notes)
         self.cost_floor = result.cost_floor
+        self.proven_cost = result.proven_cost
         if result.dual_bounds:
             self.dual_bounds = (result.kinds, result.dual_bounds)
         self._add(result.kinds, result.chosen)

@@ -157,6 +157,10 @@ class Result:
     cost_floor: float = 0.0
     """A bound on the cost of any plan placing the whole demand, where rounding proved one
     (whole units; 0 where it needed none)."""
+    proven_cost: float = 0.0
+    """A bound on the same, where rounding checked its plan against the target (0 where it
+    did not): at least the bound LP's, the Lagrangian one's at the greedy duals, and, where
+    those do not show the plan within the target, the whole-unit one's."""
 
 
 def generate(
@@ -217,6 +221,7 @@ def generate(
     if start and budget.exhausted:  # the plan it started from may still be the better one
         keep(start)
     floor: float | None = None
+    proven = 0.0
 
     def close_enough() -> bool:
         """The best plan is within ROUND_AGAIN_ABOVE of the LP or of the whole-unit bound
@@ -260,12 +265,14 @@ def generate(
         """The best plan is more than the planner's target above its bound, computed as the
         plan's own bound is (whose Lagrangian knapsacks are the ones solved here), but only as
         far as it shows that (the plan's own bound then goes on from scratch)."""
+        nonlocal proven
         best = min(_cost(plan, kinds) for plan in plans)
-        known = whole_bound(TARGET, lagrangian=True) if floor is None else floor
-        if best <= (1 + TARGET) * known:
+        proven = whole_bound(TARGET, lagrangian=True) if floor is None else floor
+        if best <= (1 + TARGET) * proven:
             return False
-        lagrangian = dual_bounds[0].cost_bound(kinds, best + 1e-9, known)
-        return lagrangian is None or best > (1 + TARGET) * lagrangian
+        lagrangian = dual_bounds[0].cost_bound(kinds, best + 1e-9, proven)
+        proven = max(proven, lagrangian or 0.0)
+        return best > (1 + TARGET) * proven
 
     def misses_target() -> bool:
         """The best plan is not close to the LP, and more than the planner's target above the
@@ -313,7 +320,16 @@ def generate(
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
     taken = _fewest_units(
-        taken, list(pool), items, demand, kinds, limits, global_room, notes, budget, floor
+        taken,
+        list(pool),
+        items,
+        demand,
+        kinds,
+        limits,
+        global_room,
+        notes,
+        budget,
+        max(floor or 0.0, proven),
     )
     if rounds >= 2 * MAX_ROUNDS:
         notes.append(f"column generation stopped at its round limit ({MAX_ROUNDS} per phase)")
@@ -324,7 +340,7 @@ def generate(
         for index in by_index
         if covered.get(index, 0) < demand[index]
     }
-    return Result(kinds, chosen, unplaced, notes, dual_bounds, floor or 0.0)
+    return Result(kinds, chosen, unplaced, notes, dual_bounds, floor or 0.0, proven)
 
 
 def _node_pricing(

@@ -19,9 +19,10 @@ SMALL = NodeType("m.large", {"CPU": 4, "memory": 16 * GIB}, 0.2)
 BIG = NodeType("m.4xlarge", {"CPU": 16, "memory": 64 * GIB}, 0.8)
 
 
-def _fewest(types, bundles, monkeypatch=None):
-    """The fewest-nodes step from a plan of one-shape units of the cheapest kind; returns the
-    starting plan, the chosen one, the kinds and the number of MIPs it ran."""
+def _fewest(types, bundles, monkeypatch=None, floor=None):
+    """The fewest-nodes step from a plan of one-shape units of the cheapest kind (``floor``:
+    a proven bound on its cost); returns the starting plan, the chosen one, the kinds and
+    the number of MIPs it ran."""
     items, kinds, demand = new_units_problem(types, bundles)
     master = Master(items, demand, kinds, {k.index: None for k in kinds}, None, 1000.0, 0.0)
     taken = {}
@@ -36,7 +37,7 @@ def _fewest(types, bundles, monkeypatch=None):
         )
     limits = {k.index: None for k in kinds}
     chosen = rounding._fewest_units(
-        taken, list(master.patterns), items, demand, kinds, limits, None, [], Budget()
+        taken, list(master.patterns), items, demand, kinds, limits, None, [], Budget(), floor
     )
     return taken, chosen, kinds, demand, len(mips)
 
@@ -61,6 +62,19 @@ def test_fewer_units_at_the_same_cost_are_still_found():
     assert _cost(chosen, kinds) <= _cost(taken, kinds) * (1 + rounding.NODE_TOLERANCE) + 1e-9
     covered = covered_copies(chosen)
     assert all(covered.get(index, 0) >= n for index, n in demand.items())
+
+
+def test_fewer_units_never_take_a_plan_past_the_target_above_a_proven_bound():
+    # Big nodes 0.4% dearer per CPU: four of them for 64 one-CPU bundles instead of 16 small
+    # ones, within the tolerance; but not where the small ones already cost the 3% target
+    # above a bound proved on the plan's cost.
+    big = replace(BIG, price=BIG.price * 1.004)
+    taken, chosen, kinds, _, _ = _fewest([SMALL, big], [({"CPU": 1}, 64)])
+    assert rounding._new_units(chosen, kinds) == 4
+    cost = _cost(taken, kinds)
+    taken, chosen, kinds, _, _ = _fewest([SMALL, big], [({"CPU": 1}, 64)], floor=cost / 1.03)
+    assert rounding._new_units(chosen, kinds) == 16
+    assert _cost(chosen, kinds) <= cost + 1e-9
 
 
 def test_plans_too_big_for_the_mip_still_gather_units_into_bigger_ones(monkeypatch):
