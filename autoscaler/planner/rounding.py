@@ -15,7 +15,7 @@ Lagrangian cost bounds, the plan is rounded again and a dive makes another; so i
 still misses the planner's target above its proven bounds after all that
 (:data:`EXACT_REPAIR_UNITS`). The best one after :mod:`~autoscaler.planner.improve` is kept.
 Last, for small plans (:data:`FEWEST_UNITS_MAX`), among the plans that place as much and cost
-at most :data:`NODE_TOLERANCE` more (never past the target above the whole-unit bound), one with
+at most :data:`NODE_TOLERANCE` more (never past the target above a bound rounding proved), one with
 fewer new units: local moves first, then, for the smallest (:data:`FEWEST_MIP_UNITS`), a MIP
 over the patterns seen near that problem's LP solution (:data:`FEWEST_REDUCED_COST`). Large
 plans (:data:`GREEDY_START_ITEMS`) start from a greedy plan instead of single-item units.
