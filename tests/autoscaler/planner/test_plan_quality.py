@@ -396,6 +396,17 @@ def test_a_plan_greedy_pricing_leaves_far_from_its_bound_is_priced_exactly(seed)
     assert plan(request) == result
 
 
+def test_a_plan_still_missing_the_target_after_exact_pricing_is_rounded_again():
+    """This gang-heavy plan was 4.0% above its bound after exact pricing; rounding again the
+    other ways over exact pricing's patterns, as only such a plan does, brings it within 3%."""
+    request = generated(200, "gangs", 34)
+    result = plan(request)
+    assert [i for i in result.infeasible if "limited" in i.reason or "gang" in i.reason] == []
+    assert result.lower_bound_per_hour <= result.cost_per_hour
+    assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
+    assert plan(request) == result
+
+
 def test_trimming_never_leaves_an_accelerator_unit_holding_only_cpu_work():
     """Trimming the copies beyond the demand once left a launched inf2 unit with only
     CPU-only bundles; the planner then dropped it and launched another node for them (4.7%
