@@ -115,8 +115,8 @@ again the other ways over the new patterns (as past the budget, :data:`REPAIR_WO
 pricing can miss the patterns of the cheapest mix, leaving the LP itself several percent too
 dear: e.g. packing a big accelerator unit's room with the CPU-only bundles worth most per
 share of its dominant resource, where a mix fills both CPU and memory. On flexible-shaped
-200-bundle problems outside the benchmark's seeds, 5 of 35 plans were 3.4-5.1% above their
-bounds before, at most 2.8% after, for 0.1-0.5 s more each."""
+200-bundle problems outside the benchmark's seeds (10-44), 4 plans were 3.4-5.1% above their
+bounds before, at most 2.6% after, for 0.1-0.5 s more each."""
 NEAR_REDUCED_COST = 0.1
 ROUND_AGAIN_UNITS = 100
 """...for plans of at most this many new units in the LP (beyond that, a unit's rounding is a
