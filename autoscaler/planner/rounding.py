@@ -224,10 +224,13 @@ def generate(
     floor: float | None = None
     proven = 0.0
 
+    def best_cost() -> float:
+        return min(_cost(plan, kinds) for plan in plans)
+
     def close_enough() -> bool:
         """The best plan is within ROUND_AGAIN_ABOVE of the LP or of the whole-unit bound
         (computed once, where the LP does not show it)."""
-        best = min(_cost(plan, kinds) for plan in plans)
+        best = best_cost()
         if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost:
             return True
         return best <= (1 + ROUND_AGAIN_ABOVE) * whole_floor()
@@ -262,24 +265,24 @@ def generate(
             floor = whole_bound(ROUND_AGAIN_ABOVE)
         return floor
 
-    def misses_proven_bound() -> bool:
-        """The best plan is more than the planner's target above its bound, computed as the
-        plan's own bound is (whose Lagrangian knapsacks are the ones solved here), but only as
-        far as it shows that (the plan's own bound then goes on from scratch)."""
-        nonlocal proven
-        best = min(_cost(plan, kinds) for plan in plans)
-        proven = whole_bound(TARGET, lagrangian=True) if floor is None else floor
-        if best <= (1 + TARGET) * proven:
-            return False
-        lagrangian = dual_bounds[0].cost_bound(kinds, best + 1e-9, proven)
-        proven = max(proven, lagrangian or 0.0)
-        return best > (1 + TARGET) * proven
+    def proven_bound() -> float:
+        """The best plan's bound, computed as the plan's own bound is (whose Lagrangian
+        knapsacks are the ones solved here), but only as far as needed to show the plan within
+        the planner's target (the plan's own bound then goes on from scratch)."""
+        best = best_cost()
+        known = whole_bound(TARGET, lagrangian=True) if floor is None else floor
+        if best <= (1 + TARGET) * known:
+            return known
+        return max(known, dual_bounds[0].cost_bound(kinds, best + 1e-9, known) or 0.0)
+
+    def misses_proven() -> bool:
+        return best_cost() > (1 + TARGET) * proven
 
     def misses_target() -> bool:
         """The best plan is not close to the LP, and more than the planner's target above the
         whole-unit bound (so maybe above its own bound too), or where that bound was not
         needed yet, above the LP."""
-        best = min(_cost(plan, kinds) for plan in plans)
+        best = best_cost()
         if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost:
             return False
         return best > (1 + TARGET) * (lp_cost if floor is None else floor)
@@ -288,7 +291,9 @@ def generate(
         """Exact pricing, its Lagrangian bounds, and a second integer plan by diving."""
         nonlocal lp_cost, lp_units, rounds
         master.set_surcharge(surcharge)
-        dual_bounds.extend(exact_rounds(master, kinds, caps, by_index, True, max_rounds))
+        dual_bounds.extend(
+            exact_rounds(master, kinds, caps, by_index, cost_phase=True, max_rounds=max_rounds)
+        )
         lp_cost, lp_units = master.lp_cost_and_units()
         rounds += _node_pricing(master, kinds, caps, budget, by_index if exact_nodes else None)
         pool.update(dict.fromkeys(master.patterns))
@@ -318,17 +323,11 @@ def generate(
             held_back, within = ways.pop(0)
             keep(_round(*args, held_back=held_back, near=within))
         round_again_past_budget(ways, misses_target)  # where the plan may miss the target
-    if (
-        not exact
-        and lp_units <= EXACT_REPAIR_UNITS
-        and not budget.exhausted
-        and misses_proven_bound()
-    ):  # greedy pricing may have missed the patterns of the cheapest mix
-        priced_exactly(EXACT_REPAIR_ROUNDS, exact_nodes=False)
-        round_again_past_budget(
-            ways_to_round_again(),
-            lambda: min(_cost(plan, kinds) for plan in plans) > (1 + TARGET) * proven,
-        )
+    if not exact and lp_units <= EXACT_REPAIR_UNITS and not budget.exhausted:
+        proven = proven_bound()
+        if misses_proven():  # greedy pricing may have missed the patterns of the cheapest mix
+            priced_exactly(EXACT_REPAIR_ROUNDS, exact_nodes=False)
+            round_again_past_budget(ways_to_round_again(), misses_proven)
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
