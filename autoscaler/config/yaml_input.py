@@ -11,6 +11,9 @@ import yaml
 
 MAX_EXPANDED_NODES = 100_000
 """Nodes a document may hold once every alias is expanded."""
+FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader where PyYAML was built with it (a tenth of the pure-Python one's
+time on a cluster YAML, part of every command's start), else the pure-Python one."""
 
 
 class YamlInputError(ValueError):
@@ -19,7 +22,18 @@ class YamlInputError(ValueError):
 
 def load_yaml(text: str) -> object:
     """The document in ``text``, or :class:`YamlInputError`."""
-    loader = yaml.SafeLoader(text)
+    try:
+        return _load(text, FAST_LOADER)
+    except yaml.YAMLError:
+        pass  # read again by the pure-Python parser: its messages name what it found
+    try:
+        return _load(text, yaml.SafeLoader)
+    except yaml.YAMLError as err:
+        raise YamlInputError(_describe(err)) from None
+
+
+def _load(text: str, loader_class: type) -> object:
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -30,8 +44,6 @@ def load_yaml(text: str) -> object:
                 f"refused: its aliases expand to more than {MAX_EXPANDED_NODES:,} values"
             )
         return loader.construct_document(node)
-    except yaml.YAMLError as err:
-        raise YamlInputError(_describe(err)) from None
     finally:
         loader.dispose()
 

@@ -112,6 +112,24 @@ def test_an_alias_bomb_is_refused_in_one_line(tmp_path):
     assert raised.value.messages == ("refused: its aliases expand to more than 100,000 values",)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "provider:\n\t- aws\n",
+            "line 2, column 1: found character '\\t' that cannot start any token",
+        ),
+        ("provider: &p {type: aws}\nauth: *q\n", "line 2, column 7: found undefined alias 'q'"),
+    ],
+)
+def test_a_yaml_syntax_error_names_what_was_found(tmp_path, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load_cluster_config(path)
+    assert any(message in line for line in raised.value.messages), raised.value.messages
+
+
 def test_anchors_and_aliases_within_reason_load(tmp_path):
     path = tmp_path / "anchors.yaml"
     path.write_text(
