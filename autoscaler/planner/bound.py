@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,13 @@ import numpy as np
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.items import DEVICE_RESOURCES, Item
 from autoscaler.planner.packing import Kind, fit
-from autoscaler.planner.solver import GUARD_TIME_S, add_rows, limit_mip, new_solver
+from autoscaler.planner.solver import (
+    GUARD_TIME_S,
+    add_rows,
+    in_background,
+    limit_mip,
+    new_solver,
+)
 
 MIP_BOUND_ABOVE = 0.025
 """Where the plan costs more than this above the LP bound, the Lagrangian bound is asked for,
@@ -89,155 +96,291 @@ def lower_bounds(
     count_units: bool = True,
     whole_floor: float = 0.0,
 ) -> Bounds:
-    """Bounds for placing ``demand``; the unit bound holds for plans whose new units cost at
-    most ``cost_cap`` (None: any plan). ``known_cost(floor)``: a cost bound proved otherwise
-    (a Lagrangian one; at most ``floor`` where it cannot beat that), asked for only where the
-    LP bound does not show a plan costing ``cost_cap`` within ``close`` of the bound; where it
-    does, the whole-unit cost MIP is skipped, and that MIP stops once it does.
-    ``count_units``: False leaves the unit bound at 0 (only the cost bound is wanted).
-    ``whole_floor``: a cost bound this function gave before for the same demand (rounding's):
-    where it shows a plan costing ``cost_cap`` within :data:`TARGET`, the whole-unit cost MIP,
-    which gave it, is not run again."""
-    import highspy
+    """:meth:`BoundModel.bounds` of a model built for this demand and cap."""
+    model = BoundModel(items, demand, kinds, global_room, cost_cap)
+    return model.bounds(cost_cap, plan_units, known_cost, close, count_units, whole_floor)
 
-    items = [item for item in items if demand.get(item.index, 0) > 0]
-    kinds = [kind for kind in kinds if kind.limit != 0]
-    if not items:
-        return Bounds(0.0, 0)
-    inf = highspy.kHighsInf
-    cost: list[float] = []
-    lower: list[float] = []
-    upper: list[float] = []
-    nodes: list[float] = []
 
-    def column(c: float, hi: float, node: float = 0.0) -> int:
-        cost.append(c)
-        lower.append(0.0)
-        upper.append(hi)
-        nodes.append(node)
-        return len(cost) - 1
+class BoundModel:
+    """The bound's rows for one demand (see the module doc) and its cost LP. Built once, it
+    serves whatever cost cap is asked for later: the units' columns are tightened to what the
+    cap buys and the LP solved again from where it stood. Its cost LP may be solved in the
+    background (``background``): HiGHS lets go of the interpreter while it solves, so the
+    planner builds the model before it plans and the LP runs beside the planning."""
 
-    rows: list[tuple[list[int], list[float], float, float]] = []
-    x_of = {
-        id(kind): column(kind.cost, _most_units(kind, demand, cost_cap), 1.0 if kind.new else 0.0)
-        for kind in kinds
-    }
-    penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
-    placements: dict[int, list[int]] = {item.index: [] for item in items}
-    hosting: dict[int, list[tuple[int, int]]] = {item.index: [] for item in items}
-    units: dict[int, tuple[dict[str, int], dict[str, tuple[int, int]]]] = {}
-    for kind in kinds:
-        x = x_of[id(kind)]
-        eligible = []
-        for item in kind.items:
-            if item.index not in placements:
+    def __init__(
+        self,
+        items: Sequence[Item],
+        demand: Mapping[int, int],
+        kinds: Sequence[Kind],
+        global_room: int | None,
+        cost_cap: float | None = None,
+        background: bool = False,
+    ) -> None:
+        self.demand = demand
+        self.items = [item for item in items if demand.get(item.index, 0) > 0]
+        self.kinds = [kind for kind in kinds if kind.limit != 0]
+        self.notes: list[str] = []
+        self.cap = cost_cap
+        self.counted = False
+        self.cost_bound = 0.0
+        self._solving: Future[None] | None = None
+        if self.items:
+            self._build(global_room)
+            self.h = self._model()
+            if background:
+                self._solving = in_background(self._solve_cost)
+            else:
+                self._solve_cost()
+
+    def _build(self, global_room: int | None) -> None:
+        import highspy
+
+        items, demand, kinds, cost_cap = self.items, self.demand, self.kinds, self.cap
+        inf = highspy.kHighsInf
+        self.cost: list[float] = []
+        self.upper: list[float] = []
+        self.nodes: list[float] = []
+        cost, upper, nodes = self.cost, self.upper, self.nodes
+
+        def column(c: float, hi: float, node: float = 0.0) -> int:
+            cost.append(c)
+            upper.append(hi)
+            nodes.append(node)
+            return len(cost) - 1
+
+        rows: list[tuple[list[int], list[float], float, float]] = []
+        self.x_of = x_of = {
+            id(kind): column(
+                kind.cost, _most_units(kind, demand, cost_cap), 1.0 if kind.new else 0.0
+            )
+            for kind in kinds
+        }
+        self.penalty = penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
+        placements: dict[int, list[int]] = {item.index: [] for item in items}
+        hosting: dict[int, list[tuple[int, int]]] = {item.index: [] for item in items}
+        units: dict[int, tuple[dict[str, int], dict[str, tuple[int, int]]]] = {}
+        for kind in kinds:
+            x = x_of[id(kind)]
+            eligible = []
+            for item in kind.items:
+                if item.index not in placements:
+                    continue
+                copies = sum(
+                    fit(host, item, demand[item.index]) for host in kind.hosts
+                )  # reads only
+                if copies:
+                    eligible.append((item, copies))
+            if not eligible:
                 continue
-            copies = sum(fit(host, item, demand[item.index]) for host in kind.hosts)  # reads only
-            if copies:
-                eligible.append((item, copies))
-        if not eligible:
-            continue
-        y_of = {}
-        for item, copies in eligible:
-            hosting[item.index].append((x, copies))
-            y = column(0.0, inf)
-            y_of[item.index] = y
-            placements[item.index].append(y)
-            rows.append(([y, x], [1.0, -float(copies)], -inf, 0.0))  # copies per unit
-        gangs: dict[int, list[int]] = {}  # a host holds one bundle of each gang at most
-        for item, _ in eligible:
-            if item.spread_group is not None:
-                gangs.setdefault(item.spread_group, []).append(item.index)
-        for slots in (s for s in gangs.values() if len(s) > 1):
-            most = min(demand[i] for i in slots) * len(kind.hosts)  # copies of the gang
-            rows.append(([*(y_of[i] for i in slots), x], [1.0] * len(slots) + [-most], -inf, 0))
-        capacity: dict[str, int] = {}
-        for host in kind.hosts:
-            for name, quantity in host.free.items():
-                capacity[name] = capacity.get(name, 0) + max(quantity, 0)
-        units[x] = (capacity, _devices(kind))
-        for name in sorted({n for item, _ in eligible for n in item.needs}):
-            users = [(item, item.needs[name]) for item, _ in eligible if item.needs.get(name)]
-            if not users or not capacity.get(name):
-                continue
-            cols = [y_of[item.index] for item, _ in users] + [x]
-            vals = [need / capacity[name] for _, need in users] + [-1.0]
-            rows.append((cols, vals, -inf, 0.0))
-        for name in sorted({n for item, _ in eligible for n in item.needs}):
-            host_room = max((max(h.free.get(name, 0), 0) for h in kind.hosts), default=0)
-            holding = sum(1 for h in kind.hosts if h.free.get(name, 0) > 0)
-            for order in DFF_ORDERS:
-                weights = [
-                    (item, _dff(item.needs[name], host_room, order))
-                    for item, _ in eligible
-                    if item.needs.get(name, 0) > 0
-                ]
-                if any(w * host_room > item.needs[name] for item, w in weights):
+            y_of = {}
+            for item, copies in eligible:
+                hosting[item.index].append((x, copies))
+                y = column(0.0, inf)
+                y_of[item.index] = y
+                placements[item.index].append(y)
+                rows.append(([y, x], [1.0, -float(copies)], -inf, 0.0))  # copies per unit
+            gangs: dict[int, list[int]] = {}  # a host holds one bundle of each gang at most
+            for item, _ in eligible:
+                if item.spread_group is not None:
+                    gangs.setdefault(item.spread_group, []).append(item.index)
+            for slots in (s for s in gangs.values() if len(s) > 1):
+                most = min(demand[i] for i in slots) * len(kind.hosts)  # copies of the gang
+                rows.append(([*(y_of[i] for i in slots), x], [1.0] * len(slots) + [-most], -inf, 0))
+            capacity: dict[str, int] = {}
+            for host in kind.hosts:
+                for name, quantity in host.free.items():
+                    capacity[name] = capacity.get(name, 0) + max(quantity, 0)
+            units[x] = (capacity, _devices(kind))
+            for name in sorted({n for item, _ in eligible for n in item.needs}):
+                users = [(item, item.needs[name]) for item, _ in eligible if item.needs.get(name)]
+                if not users or not capacity.get(name):
+                    continue
+                cols = [y_of[item.index] for item, _ in users] + [x]
+                vals = [need / capacity[name] for _, need in users] + [-1.0]
+                rows.append((cols, vals, -inf, 0.0))
+            for name in sorted({n for item, _ in eligible for n in item.needs}):
+                host_room = max((max(h.free.get(name, 0), 0) for h in kind.hosts), default=0)
+                holding = sum(1 for h in kind.hosts if h.free.get(name, 0) > 0)
+                for order in DFF_ORDERS:
+                    weights = [
+                        (item, _dff(item.needs[name], host_room, order))
+                        for item, _ in eligible
+                        if item.needs.get(name, 0) > 0
+                    ]
+                    if any(w * host_room > item.needs[name] for item, w in weights):
+                        cols = [y_of[item.index] for item, _ in weights] + [x]
+                        vals = [w for _, w in weights] + [-float(holding)]
+                        rows.append((cols, vals, -inf, 0.0))
+            for name, (devices, size) in _devices(kind).items():
+                weights = [(item, _device_weight(item, name, size)) for item, _ in eligible]
+                weights = [(item, w) for item, w in weights if w > 0]
+                if weights:
                     cols = [y_of[item.index] for item, _ in weights] + [x]
-                    vals = [w for _, w in weights] + [-float(holding)]
-                    rows.append((cols, vals, -inf, 0.0))
-        for name, (devices, size) in _devices(kind).items():
-            weights = [(item, _device_weight(item, name, size)) for item, _ in eligible]
-            weights = [(item, w) for item, w in weights if w > 0]
-            if weights:
-                cols = [y_of[item.index] for item, _ in weights] + [x]
-                rows.append((cols, [w for _, w in weights] + [-float(devices)], -inf, 0.0))
-        if kind.new:  # a launched unit holds something (accelerator work, if it must)
-            holders = [
-                y_of[item.index] for item, _ in eligible if not (kind.needs_anchor and item.rider)
-            ]
-            rows.append(([x, *holders], [1.0] + [-1.0] * len(holders), -inf, 0.0))
-    for item in items:
-        u = column(penalty, inf)
-        cols = [*placements[item.index], u]
-        rows.append((cols, [1.0] * len(cols), float(demand[item.index]), inf))
-        placements[item.index].append(u)
-    slack_cols = [placements[item.index][-1] for item in items]
-    rows.extend(_cover_rows(items, demand, hosting, units))
-    if global_room is not None:
-        new = [x_of[id(kind)] for kind in kinds if kind.new]
-        if new:
-            rows.append((new, [1.0] * len(new), -inf, float(global_room)))
+                    rows.append((cols, [w for _, w in weights] + [-float(devices)], -inf, 0.0))
+            if kind.new:  # a launched unit holds something (accelerator work, if it must)
+                holders = [
+                    y_of[item.index]
+                    for item, _ in eligible
+                    if not (kind.needs_anchor and item.rider)
+                ]
+                rows.append(([x, *holders], [1.0] + [-1.0] * len(holders), -inf, 0.0))
+        for item in items:
+            u = column(penalty, inf)
+            cols = [*placements[item.index], u]
+            rows.append((cols, [1.0] * len(cols), float(demand[item.index]), inf))
+            placements[item.index].append(u)
+        self.slack_cols = [placements[item.index][-1] for item in items]
+        rows.extend(_cover_rows(items, demand, hosting, units))
+        if global_room is not None:
+            new = [x_of[id(kind)] for kind in kinds if kind.new]
+            if new:
+                rows.append((new, [1.0] * len(new), -inf, float(global_room)))
 
-    def model():
+        self.rows = rows
+
+    def _model(self):
         h = new_solver()
-        n = len(cost)
-        h.addVars(n, np.array(lower), np.array(upper))
-        h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))
-        add_rows(h, rows)
+        n = len(self.cost)
+        h.addVars(n, np.zeros(n), np.array(self.upper))
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(self.cost))
+        add_rows(h, self.rows)
         return h
 
-    h = model()
-    n = len(cost)
-    notes: list[str] = []
-    cost_bound = _solve(h, highspy, notes, slack_cols, penalty)
-    small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
-    close = 1 + close
+    def _solve_cost(self) -> None:
+        self.cost_bound = _solve(self.h, self.notes, self.slack_cols, self.penalty)
 
-    def whole_units(
+    def _set_cap(self, cost_cap: float | None) -> None:
+        """Units' columns bounded by what ``cost_cap`` buys (the cost LP solved again where
+        that changes them)."""
+        if self._solving is not None:
+            self._solving.result()
+            self._solving = None
+        if cost_cap == self.cap:
+            return
+        self.cap = cost_cap
+        changed = []
+        for kind in self.kinds:
+            x = self.x_of[id(kind)]
+            most = _most_units(kind, self.demand, cost_cap)
+            if most != self.upper[x]:
+                self.upper[x] = most
+                changed.append(x)
+        if changed:
+            self.h.changeColsBounds(
+                len(changed),
+                np.array(changed, np.int32),
+                np.zeros(len(changed)),
+                np.array([self.upper[x] for x in changed]),
+            )
+            self._solve_cost()
+
+    def bounds(
+        self,
+        cost_cap: float | None = None,
+        plan_units: int | None = None,
+        known_cost: Callable[[float], float] | None = None,
+        close: float = MIP_BOUND_ABOVE,
+        count_units: bool = True,
+        whole_floor: float = 0.0,
+    ) -> Bounds:
+        """Bounds for placing the demand; the unit bound holds for plans whose new units cost
+        at most ``cost_cap`` (None: any plan). ``known_cost(floor)``: a cost bound proved
+        otherwise (a Lagrangian one; at most ``floor`` where it cannot beat that), asked for
+        only where the LP bound does not show a plan costing ``cost_cap`` within ``close`` of
+        the bound; where it does, the whole-unit cost MIP is skipped, and that MIP stops once
+        it does (it runs beside the unit bound). ``count_units``: False leaves the unit bound
+        at 0 (only the cost bound is wanted; counting changes the model, so it comes last).
+        ``whole_floor``: a cost bound this demand got before (rounding's): where it shows a
+        plan costing ``cost_cap`` within :data:`TARGET`, the whole-unit cost MIP, which gave
+        it, is not run again."""
+        if not self.items:
+            return Bounds(0.0, 0)
+        if self.counted:
+            raise RuntimeError("this bound model's units were counted already")
+        self._set_cap(cost_cap)
+        notes = list(self.notes)
+        cost_bound = self.cost_bound
+        small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
+        close = 1 + close
+        if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
+            cost_bound = max(cost_bound, known_cost(cost_bound))
+        again = cost_cap is not None and cost_cap > (1 + TARGET) * whole_floor
+        cost_mip, cost_notes = None, []
+        if small and again and cost_cap > close * cost_bound:
+            enough, stall_above = cost_cap / close, cost_cap / (1 + TARGET)
+            cost_mip = in_background(self._whole_units, None, enough, cost_notes, stall_above)
+        units = 0
+        if count_units:
+            units = self._unit_bound(plan_units if small else None, notes)
+        if cost_mip is not None:
+            dual = cost_mip.result()
+            notes.extend(cost_notes)
+            if dual is not None:
+                cost_bound = max(cost_bound, dual)
+        return Bounds(max(cost_bound, 0.0), units, tuple(notes))
+
+    def _unit_bound(self, plan_units: int | None, notes: list[str]) -> int:
+        """Fewest new units of a plan placing as much and costing at most the cap; with whole
+        units too where the LP's bound is far below ``plan_units``."""
+        import highspy
+
+        h, slack_cols, n = self.h, self.slack_cols, len(self.cost)
+        self.counted = True
+        # The unit bound is for plans placing as much: hold the unplaced copies where they are.
+        left = h.getSolution().col_value
+        for col in slack_cols:
+            h.changeColBounds(col, 0.0, left[col] + 1e-9)
+        if self.cap is not None:
+            self._add_cost_cap(h, highspy.kHighsInf)
+        node_objective = np.array(self.nodes)
+        node_objective[slack_cols] = 10.0
+        h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
+        # The cost LP's basis stays feasible (its plan costs at most the cap, and leaves no
+        # more unplaced): primal simplex reoptimises it for units in a fraction of dual
+        # simplex's iterations (a third to a fifth on 2,000-bundle gang-heavy plans).
+        h.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
+        unit_bound = _solve(h, notes, slack_cols, 10.0)
+        if plan_units is not None and plan_units > NODE_MIP_ABOVE * unit_bound:
+            enough = plan_units / NODE_MIP_ABOVE
+            dual = self._whole_units(np.array(self.nodes), enough, notes, cutoff=plan_units)
+            if dual is not None:
+                unit_bound = max(unit_bound, dual)
+        return max(0, math.ceil(unit_bound - 1e-6))
+
+    def _add_cost_cap(self, h, inf: float) -> None:
+        new = [self.x_of[id(kind)] for kind in self.kinds if kind.new and kind.cost > 0]
+        if new:
+            prices = np.array([self.cost[c] for c in new])
+            h.addRow(-inf, self.cap, len(new), np.array(new, np.int32), prices)
+
+    def _whole_units(
+        self,
         objective: np.ndarray | None,
         enough: float,
+        notes: list[str],
         stall_above: float = math.inf,
         cutoff: float | None = None,
     ) -> float | None:
-        """Root dual bound with whole units (valid wherever the search stops: at the node
+        """Root dual bound with whole units, of the cost (``objective`` None) or of
+        ``objective`` among plans within the cap (valid wherever the search stops: at the node
         limit, once it reaches ``enough``, or once the cut loop stalls). ``cutoff``: the
         objective of a known plan (HiGHS then prunes what cannot beat it, and does not
         restart)."""
-        mip = model()
-        units = list(x_of.values())
+        import highspy
+
+        mip = self._model()
+        n = len(self.cost)
+        units = list(self.x_of.values())
         mip.changeColsIntegrality(
             len(units),
             np.array(units, np.int32),
             np.array([highspy.HighsVarType.kInteger] * len(units)),
         )
-        for col in slack_cols:  # a plan placing the demand given leaves nothing unplaced
+        for col in self.slack_cols:  # a plan placing the demand given leaves nothing unplaced
             mip.changeColBounds(col, 0.0, 0.0)
-        if cost_cap is not None and objective is not None:
-            new = [x_of[id(kind)] for kind in kinds if kind.new and kind.cost > 0]
-            if new:
-                prices = [cost[c] for c in new]
-                mip.addRow(-inf, cost_cap, len(new), np.array(new, np.int32), np.array(prices))
+        if self.cap is not None and objective is not None:
+            self._add_cost_cap(mip, highspy.kHighsInf)
             mip.changeColsCost(n, np.arange(n, dtype=np.int32), objective)
         mip.setOptionValue("mip_max_nodes", MIP_BOUND_NODES)
         for option in BOUND_ONLY_OFF:  # a bound needs no primal heuristics
@@ -257,38 +400,6 @@ def lower_bounds(
             return dual
         return None
 
-    if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
-        cost_bound = max(cost_bound, known_cost(cost_bound))
-    again = cost_cap is not None and cost_cap > (1 + TARGET) * whole_floor
-    if small and again and cost_cap > close * cost_bound:
-        dual = whole_units(None, cost_cap / close, cost_cap / (1 + TARGET))
-        if dual is not None:
-            cost_bound = max(cost_bound, dual)
-    if not count_units:
-        return Bounds(max(cost_bound, 0.0), 0, tuple(notes))
-    # The unit bound is for plans placing as much: hold the unplaced copies where they are.
-    left = h.getSolution().col_value
-    for col in slack_cols:
-        h.changeColBounds(col, 0.0, left[col] + 1e-9)
-    if cost_cap is not None:
-        new = [x_of[id(kind)] for kind in kinds if kind.new and kind.cost > 0]
-        if new:
-            prices = [cost[c] for c in new]
-            h.addRow(-inf, cost_cap, len(new), np.array(new, np.int32), np.array(prices))
-    node_objective = np.array(nodes)
-    node_objective[slack_cols] = 10.0
-    h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
-    # The cost LP's basis stays feasible (its plan costs at most the cap, and leaves no more
-    # unplaced): primal simplex reoptimises it for units in a fraction of dual simplex's
-    # iterations (a third to a fifth on 2,000-bundle gang-heavy plans).
-    h.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
-    unit_bound = _solve(h, highspy, notes, slack_cols, 10.0)
-    if small and plan_units > NODE_MIP_ABOVE * unit_bound:
-        dual = whole_units(np.array(nodes), plan_units / NODE_MIP_ABOVE, cutoff=plan_units)
-        if dual is not None:
-            unit_bound = max(unit_bound, dual)
-    return Bounds(max(cost_bound, 0.0), max(0, math.ceil(unit_bound - 1e-6)), tuple(notes))
-
 
 def _most_units(kind: Kind, demand: Mapping[int, int], cost_cap: float | None) -> float:
     """Units of ``kind`` in any plan that matters: within its limit, at most one per copy it
@@ -303,7 +414,9 @@ def _most_units(kind: Kind, demand: Mapping[int, int], cost_cap: float | None) -
     return float(max(0, min(caps)))
 
 
-def _solve(h, highspy, notes: list[str], slack_cols: list[int], penalty: float) -> float:
+def _solve(h, notes: list[str], slack_cols: list[int], penalty: float) -> float:
+    import highspy
+
     h.run()
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.aggregate import merged_by_shape
-from autoscaler.planner.bound import lower_bounds
+from autoscaler.planner.bound import BoundModel
 from autoscaler.planner.budget import WORK_LIMIT, Budget
 from autoscaler.planner.capacity import Bin, share_vector
 from autoscaler.planner.items import (
@@ -113,6 +113,8 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     demand = {item.index: item.count for item in items}
 
     budget = Budget(work_limit)
+    # The bound's model for the whole demand, its cost LP solved while the plan is made.
+    demand_bound = BoundModel(*merged_by_shape(items, demand, kinds), global_room, background=True)
     realised = _Realisation(items, kinds, global_room, notes, budget)
     realised.run(demand)
     if budget.exhausted:
@@ -152,9 +154,10 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
             costs += [d.cost_bound(kinds_used, demand_cost + 1e-9, floor) for d in duals]
         return max([0.0] + [c for c in costs if c is not None])
 
-    bounds = lower_bounds(
-        *merged_by_shape(items, placed, kinds),
-        global_room,
+    model = demand_bound
+    if _nonzero(placed) != _nonzero(demand):  # the bound is for what the plan places
+        model = BoundModel(*merged_by_shape(items, placed, kinds), global_room)
+    bounds = model.bounds(
         demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
         sum(launch.count for launch in launches if launch.reason == "demand"),
         known_cost,
@@ -196,6 +199,10 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         budget_reached=budget.exhausted,
         witness=build_witness(realised.groups, every_item) if witness else None,
     )
+
+
+def _nonzero(counts: Mapping[int, int]) -> dict[int, int]:
+    return {index: n for index, n in counts.items() if n}
 
 
 def _policy_notes(

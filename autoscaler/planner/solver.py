@@ -15,7 +15,9 @@ valid.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
 import numpy as np
 
@@ -109,6 +111,21 @@ def limit_mip(
 
     solver.setCallback(callback, None)
     solver.startCallback(_core.cb.HighsCallbackType.kCallbackMipInterrupt)
+
+
+T = TypeVar("T")
+
+
+def in_background(work: Callable[..., T], *args: object) -> Future[T]:
+    """``work(*args)`` on a thread of its own. HiGHS lets go of the interpreter while it
+    solves, so on a machine with two cores a solve there runs beside the caller's work. The
+    result is the same however the two interleave as long as neither changes what the other
+    reads (each solve has a HiGHS instance of its own)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="planner")
+    try:
+        return pool.submit(work, *args)
+    finally:
+        pool.shutdown(wait=False)
 
 
 class SolverError(RuntimeError):

@@ -100,3 +100,25 @@ def test_the_whole_unit_cost_bound_is_not_computed_twice(monkeypatch):
     assert lp - 1e-9 <= again.cost <= first
     lower_bounds(items, demand, kinds, None, cap, 3, count_units=False)
     assert mips == [1]  # without it, the MIP runs
+
+
+def test_a_model_built_before_the_plan_bounds_it_as_one_built_after():
+    # The planner builds the bound's model before it plans (its cost LP solved in the
+    # background, without a cap) and asks for the plan's cap at the end.
+    items, demand, kinds = _small_fractional_gpu_problem()
+    lp = lower_bounds(items, demand, kinds, None, count_units=False).cost
+    for cap in (1.1 * lp, 2 * lp):
+        after = lower_bounds(items, demand, kinds, None, cap, 3)
+        before = bound.BoundModel(items, demand, kinds, None, background=True).bounds(cap, 3)
+        assert before.cost == pytest.approx(after.cost)
+        assert before.units == after.units
+        assert after.cost > lp  # the cap lets the whole-unit MIP lift it
+
+
+def test_a_bound_models_units_are_counted_once():
+    items, demand, kinds = _small_fractional_gpu_problem()
+    model = bound.BoundModel(items, demand, kinds, None)
+    model.bounds(count_units=False)
+    model.bounds()  # counting changes the model ...
+    with pytest.raises(RuntimeError):
+        model.bounds()  # ... so it comes last
