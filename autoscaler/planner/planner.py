@@ -116,7 +116,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     # The bound's model for the whole demand, its cost LP solved while the plan is made.
     demand_bound = BoundModel(*merged_by_shape(items, demand, kinds), global_room, background=True)
     realised = _Realisation(items, kinds, global_room, notes, budget)
-    realised.run(demand)
+    realised.run(demand, demand_bound)
     if budget.exhausted:
         notes.append(budget.note())
     placed = realised.placed()
@@ -337,8 +337,9 @@ class _Realisation:
         self.cost_floor = 0.0
         self.proven_cost = 0.0
 
-    def run(self, demand: Mapping[int, int]) -> None:
-        result = self._generate(demand, self.kinds, self.global_room)
+    def run(self, demand: Mapping[int, int], bound: BoundModel | None = None) -> None:
+        """Plan ``demand`` (``bound``: the bound's model for it, which rounding asks too)."""
+        result = self._generate(demand, self.kinds, self.global_room, bound)
         self.notes.extend(result.notes)
         self.cost_floor = result.cost_floor
         self.proven_cost = result.proven_cost
@@ -358,17 +359,21 @@ class _Realisation:
                 )
 
     def _generate(
-        self, demand: Mapping[int, int], kinds: Sequence[Kind], room: int | None
+        self,
+        demand: Mapping[int, int],
+        kinds: Sequence[Kind],
+        room: int | None,
+        bound: BoundModel | None = None,
     ) -> Result:
         """Patterns for ``demand``; where the solver gives up (its last-resort time guard),
         the budget counts as spent and everything is packed greedily instead."""
         items = list(self.items.values())
         try:
-            return generate(items, demand, kinds, room, self.budget)
+            return generate(items, demand, kinds, room, self.budget, bound)
         except SolverError as error:
             self.notes.append(f"solver stopped ({error}): the plan was packed greedily")
             self.budget.spend(self.budget.limit)
-            return generate(items, demand, kinds, room, self.budget)
+            return generate(items, demand, kinds, room, self.budget, bound)
 
     def placed(self) -> dict[int, int]:
         counts: dict[int, int] = defaultdict(int)

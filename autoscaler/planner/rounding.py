@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from autoscaler.planner.aggregate import merged_by_shape
-from autoscaler.planner.bound import TARGET, DualBound, lower_bounds
+from autoscaler.planner.bound import TARGET, BoundModel, DualBound
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import (
     EXACT_ROUNDS,
@@ -170,9 +170,12 @@ def generate(
     kinds: Sequence[Kind],
     global_room: int | None,
     budget: Budget | None = None,
+    bound: BoundModel | None = None,
 ) -> Result:
     """Patterns and units per pattern that cover ``demand`` (copies per item index); once
-    ``budget`` is spent, what the patterns so far leave out is packed greedily."""
+    ``budget`` is spent, what the patterns so far leave out is packed greedily. ``bound``:
+    the bound's model for ``demand`` (the planner's), asked for whole-unit bounds instead of
+    building one here."""
     budget = Budget() if budget is None else budget
     notes: list[str] = []
     items = [item for item in items if demand.get(item.index, 0) > 0]
@@ -247,15 +250,10 @@ def generate(
             found = dual_bounds[0].cost_bound(kinds, best + 1e-9, at_least)
             return at_least if found is None else max(at_least, found)
 
-        return lower_bounds(
-            *merged_by_shape(items, demand, kinds),
-            global_room,
-            best if _places(best_plan, demand) else None,
-            _new_units(best_plan, kinds),
-            proved if lagrangian else None,
-            close=close,
-            count_units=False,
-        ).cost
+        cap = best if _places(best_plan, demand) else None
+        model = bound or BoundModel(*merged_by_shape(items, demand, kinds), global_room, cap)
+        lifted = proved if lagrangian else None
+        return model.bounds(cap, _new_units(best_plan, kinds), lifted, close, False).cost
 
     def whole_floor() -> float:
         """:func:`whole_bound` within :data:`ROUND_AGAIN_ABOVE`, computed once (it goes on to
