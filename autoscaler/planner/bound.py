@@ -84,23 +84,6 @@ class Bounds:
     notes: tuple[str, ...] = ()
 
 
-def lower_bounds(
-    items: Sequence[Item],
-    demand: Mapping[int, int],
-    kinds: Sequence[Kind],
-    global_room: int | None,
-    cost_cap: float | None = None,
-    plan_units: int | None = None,
-    known_cost: Callable[[float], float] | None = None,
-    close: float = MIP_BOUND_ABOVE,
-    count_units: bool = True,
-    whole_floor: float = 0.0,
-) -> Bounds:
-    """:meth:`BoundModel.bounds` of a model built for this demand and cap."""
-    model = BoundModel(items, demand, kinds, global_room, cost_cap)
-    return model.bounds(cost_cap, plan_units, known_cost, close, count_units, whole_floor)
-
-
 class BoundModel:
     """The bound's rows for one demand (see the module doc) and its cost LP. Built once, it
     serves whatever cost cap is asked for later: the units' columns are tightened to what the

@@ -96,7 +96,7 @@ tight. (A plan already that close gains nothing from it on the benchmark sweeps,
 knapsacks were up to half of a small plan's time.)"""
 ROUND_AGAIN_ABOVE = 0.02
 """Where the best integer plan costs more than this fraction above both the cheapest
-fractional plan and the bound (:func:`~autoscaler.planner.bound.lower_bounds`, which knows
+fractional plan and the bound (:class:`~autoscaler.planner.bound.BoundModel`, which knows
 whole units, e.g. of multi-host slices; its whole-unit MIP runs until it shows the plan that
 close), it is rounded again, up to three ways, until one is that close: holding back a unit
 of each pattern the LP takes whole (where those units leave an expensive fraction, the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, bound, plan
-from autoscaler.planner.bound import lower_bounds
+from autoscaler.planner.bound import BoundModel
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.knapsack import best_unit
 from autoscaler.planner.packing import Kind, fit
@@ -20,6 +20,12 @@ X16 = NodeType("x.16xlarge", {"CPU": 64, "memory": 1024 * GIB}, 6.7)
 def run(types, bundles):
     demand = Demand(tuple(BundleDemand(r, n) for r, n in bundles))
     return plan(PlanRequest(tuple(types), demand, (), Limits()))
+
+
+def lower_bounds(items, demand, kinds, room, cost_cap=None, plan_units=None, **options):
+    """The bound of a model built for this demand and cap (as rounding builds one)."""
+    model = BoundModel(items, demand, kinds, room, cost_cap)
+    return model.bounds(cost_cap, plan_units, **options)
 
 
 def test_units_that_cannot_share_are_proved_by_the_lagrangian_bound():
@@ -109,7 +115,7 @@ def test_a_model_built_before_the_plan_bounds_it_as_one_built_after():
     lp = lower_bounds(items, demand, kinds, None, count_units=False).cost
     for cap in (1.1 * lp, 2 * lp):
         after = lower_bounds(items, demand, kinds, None, cap, 3)
-        before = bound.BoundModel(items, demand, kinds, None, background=True).bounds(cap, 3)
+        before = BoundModel(items, demand, kinds, None, background=True).bounds(cap, 3)
         assert before.cost == pytest.approx(after.cost)
         assert before.units == after.units
         assert after.cost > lp  # the cap lets the whole-unit MIP lift it
@@ -117,7 +123,7 @@ def test_a_model_built_before_the_plan_bounds_it_as_one_built_after():
 
 def test_a_bound_models_units_are_counted_once():
     items, demand, kinds = _small_fractional_gpu_problem()
-    model = bound.BoundModel(items, demand, kinds, None)
+    model = BoundModel(items, demand, kinds, None)
     model.bounds(count_units=False)
     model.bounds()  # counting changes the model ...
     with pytest.raises(RuntimeError):
