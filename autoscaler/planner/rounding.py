@@ -252,8 +252,9 @@ def generate(
 
         cap = best if _places(best_plan, demand) else None
         model = bound or BoundModel(*merged_by_shape(items, demand, kinds), global_room, cap)
+        units = _new_units(best_plan, kinds)
         lifted = proved if lagrangian else None
-        return model.bounds(cap, _new_units(best_plan, kinds), lifted, close, False).cost
+        return model.bounds(cap, units, lifted, close=close, count_units=False).cost
 
     def whole_floor() -> float:
         """:func:`whole_bound` within :data:`ROUND_AGAIN_ABOVE`, computed once (it goes on to
