@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from autoscaler.ray_cluster.processes import RayProcesses, free_port
+from autoscaler.ray_cluster.processes import RayProcesses, free_ports
 
 START_TIMEOUT_S = 60.0
 
@@ -18,7 +18,7 @@ class LocalRayHead:
     """``ray start --head`` on 127.0.0.1; ``address`` is its GCS."""
 
     def __init__(self, log: Path, num_cpus: int = 1, autoscaler_v2: bool = True) -> None:
-        self.port = free_port()
+        self.port, client_port, dashboard_port = free_ports(3)
         self.address = f"127.0.0.1:{self.port}"
         self._processes = RayProcesses()
         argv = [
@@ -30,8 +30,8 @@ class LocalRayHead:
             f"--port={self.port}",
             f"--num-cpus={num_cpus}",
             "--include-dashboard=false",
-            f"--ray-client-server-port={free_port()}",
-            f"--dashboard-port={free_port()}",
+            f"--ray-client-server-port={client_port}",
+            f"--dashboard-port={dashboard_port}",
         ]
         env = {
             **os.environ,

@@ -28,10 +28,35 @@ PORT_FLAGS = (
 """Ports a Ray node binds that would collide between nodes on one machine."""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+_HANDED_OUT: set[int] = set()
+"""Ports :func:`free_ports` gave before in this process (a head's and its workers' ports must
+not meet, and the OS may hand out a port it just freed again)."""
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports on 127.0.0.1 that are free now and were not handed out
+    before by this process. Each is held open until all are found: one at a time, the OS
+    may give the same port twice, and Ray refuses a node whose components share a port."""
+    held: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < count:
+            sock = socket.socket()
+            held.append(sock)
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+            if port not in _HANDED_OUT:
+                ports.append(port)
+    finally:
+        for sock in held:
+            sock.close()
+    _HANDED_OUT.update(ports)
+    return ports
+
+
+def port_flags(flags: Sequence[str] = PORT_FLAGS) -> list[str]:
+    """``--flag=port`` for each of ``flags``, every port its own (:func:`free_ports`)."""
+    return [f"{flag}={port}" for flag, port in zip(flags, free_ports(len(flags)), strict=True)]
 
 
 class RayProcesses:
@@ -51,7 +76,7 @@ class RayProcesses:
         local = [
             "--node-ip-address=127.0.0.1",
             f"--temp-dir={temp}",
-            *(f"{flag}={free_port()}" for flag in PORT_FLAGS),
+            *port_flags(),
         ]
         with log.open("ab") as out:
             process = subprocess.Popen(

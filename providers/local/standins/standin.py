@@ -219,7 +219,7 @@ def ray(name: str, args: list[str]) -> int:
         return _stop_own_ray()
     if args[:1] != ["start"]:
         os.execv(ray_bin, [ray_bin, *args])
-    from autoscaler.ray_cluster.processes import PORT_FLAGS, free_port
+    from autoscaler.ray_cluster.processes import PORT_FLAGS, port_flags
 
     given = {a.split("=", 1)[0] for a in args}
     local = []
@@ -227,7 +227,7 @@ def ray(name: str, args: list[str]) -> int:
         local.append(f"--node-ip-address={env('IP')}")
     if "--temp-dir" not in given:
         local.append(f"--temp-dir={env('RAY_TEMP')}")
-    local += [f"{flag}={free_port()}" for flag in PORT_FLAGS if flag not in given]
+    local += port_flags([flag for flag in PORT_FLAGS if flag not in given])
     os.execv(ray_bin, [ray_bin, *args, *local])
 
 
