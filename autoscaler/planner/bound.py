@@ -306,7 +306,6 @@ class BoundModel:
     def _unit_bound(self, plan_units: int | None, notes: list[str]) -> int:
         """Fewest new units of a plan placing as much and costing at most the cap; with whole
         units too where the LP's bound is far below ``plan_units``."""
-        import highspy
 
         h, slack_cols, n = self.h, self.slack_cols, len(self.cost)
         self.counted = True
@@ -315,7 +314,7 @@ class BoundModel:
         for col in slack_cols:
             h.changeColBounds(col, 0.0, left[col] + 1e-9)
         if self.cap is not None:
-            self._add_cost_cap(h, highspy.kHighsInf)
+            self._add_cost_cap(h)
         node_objective = np.array(self.nodes)
         node_objective[slack_cols] = 10.0
         h.changeColsCost(n, np.arange(n, dtype=np.int32), node_objective)
@@ -331,11 +330,12 @@ class BoundModel:
                 unit_bound = max(unit_bound, dual)
         return max(0, math.ceil(unit_bound - 1e-6))
 
-    def _add_cost_cap(self, h, inf: float) -> None:
+    def _add_cost_cap(self, h) -> None:
+        """Only plans whose new units cost at most the cap (a row on ``h``)."""
         new = [self.x_of[id(kind)] for kind in self.kinds if kind.new and kind.cost > 0]
         if new:
             prices = np.array([self.cost[c] for c in new])
-            h.addRow(-inf, self.cap, len(new), np.array(new, np.int32), prices)
+            h.addRow(-math.inf, self.cap, len(new), np.array(new, np.int32), prices)
 
     def _whole_units(
         self,
@@ -363,7 +363,7 @@ class BoundModel:
         for col in self.slack_cols:  # a plan placing the demand given leaves nothing unplaced
             mip.changeColBounds(col, 0.0, 0.0)
         if self.cap is not None and objective is not None:
-            self._add_cost_cap(mip, highspy.kHighsInf)
+            self._add_cost_cap(mip)
             mip.changeColsCost(n, np.arange(n, dtype=np.int32), objective)
         mip.setOptionValue("mip_max_nodes", MIP_BOUND_NODES)
         for option in BOUND_ONLY_OFF:  # a bound needs no primal heuristics
