@@ -266,6 +266,7 @@ class BoundModel:
         close: float = MIP_BOUND_ABOVE,
         count_units: bool = True,
         whole_floor: float = 0.0,
+        meanwhile: Callable[[Future[float | None]], None] | None = None,
     ) -> Bounds:
         """Bounds for placing the demand; the unit bound holds for plans whose new units cost
         at most ``cost_cap`` (None: any plan). ``known_cost(floor)``: a cost bound proved
@@ -276,7 +277,8 @@ class BoundModel:
         at 0 (only the cost bound is wanted; counting changes the model, so it comes last).
         ``whole_floor``: a cost bound this demand got before (rounding's): where it shows a
         plan costing ``cost_cap`` within :data:`TARGET`, the whole-unit cost MIP, which gave
-        it, is not run again."""
+        it, is not run again. ``meanwhile(mip)``: the caller's work, done while that MIP runs
+        (only where it runs; ``mip`` will hold its dual bound)."""
         if not self.items:
             return Bounds(0.0, 0)
         if self.counted:
@@ -297,6 +299,8 @@ class BoundModel:
         if count_units:
             units = self._unit_bound(plan_units if small else None, notes)
         if cost_mip is not None:
+            if meanwhile is not None:
+                meanwhile(cost_mip)
             dual = cost_mip.result()
             notes.extend(cost_notes)
             if dual is not None:

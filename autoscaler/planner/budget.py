@@ -16,7 +16,7 @@ any machine, under any load, so it gets the same plan.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -37,6 +37,9 @@ class Budget:
     used: int = 0
     mip_limit: int = MIP_WORK_LIMIT
     mip_used: int = 0
+    interrupt: Callable[[], bool] | None = None
+    """Where set and it says so, all work is spent: work made ahead of a decision stops once
+    the decision shows it unwanted (it is then dropped, so it changes no plan)."""
 
     def spend(self, units: int) -> None:
         self.used += units
@@ -67,11 +70,14 @@ class Budget:
 
     @property
     def exhausted(self) -> bool:
-        return self.used >= self.limit
+        return self.used >= self.limit or self._interrupted()
 
     @property
     def mip_exhausted(self) -> bool:
-        return self.mip_used >= self.mip_limit
+        return self.mip_used >= self.mip_limit or self._interrupted()
+
+    def _interrupted(self) -> bool:
+        return self.interrupt is not None and self.interrupt()
 
     def note(self) -> str:
         return (

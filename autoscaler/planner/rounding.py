@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from autoscaler.planner.aggregate import merged_by_shape
 from autoscaler.planner.bound import TARGET, BoundModel, DualBound
@@ -230,19 +232,26 @@ def generate(
     def best_cost() -> float:
         return min(_cost(plan, kinds) for plan in plans)
 
-    def close_enough() -> bool:
+    def close_enough(meanwhile: Callable[[Future[float | None]], None] | None = None) -> bool:
         """The best plan is within ROUND_AGAIN_ABOVE of the LP or of the whole-unit bound
-        (computed once, where the LP does not show it)."""
-        best = best_cost()
-        if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost:
-            return True
-        return best <= (1 + ROUND_AGAIN_ABOVE) * whole_floor()
+        (computed once, where the LP does not show it; ``meanwhile`` runs while its MIP
+        does, where it needs one)."""
+        return shows_close(lp_cost) or shows_close(whole_floor(meanwhile))
 
-    def whole_bound(close: float, lagrangian: bool = False) -> float:
+    def shows_close(bound: float) -> bool:
+        """The best plan is within ROUND_AGAIN_ABOVE of ``bound``."""
+        return best_cost() <= (1 + ROUND_AGAIN_ABOVE) * bound
+
+    def whole_bound(
+        close: float,
+        lagrangian: bool = False,
+        meanwhile: Callable[[Future[float | None]], None] | None = None,
+    ) -> float:
         """A bound among plans costing at most the best one's (one that places everything):
         whole units may make any plan dearer than the LP's (its whole-unit MIP only where
         the LP bound, and with ``lagrangian`` the Lagrangian bound at the greedy pricing's
-        duals, do not show the best plan within ``close``)."""
+        duals, do not show the best plan within ``close``). ``meanwhile``: work done while
+        that MIP runs, where it does."""
         best_plan = min(plans, key=lambda plan: _cost(plan, kinds))
         best = _cost(best_plan, kinds)
 
@@ -254,14 +263,17 @@ def generate(
         model = bound or BoundModel(*merged_by_shape(items, demand, kinds), global_room, cap)
         units = _new_units(best_plan, kinds)
         lifted = proved if lagrangian else None
-        return model.bounds(cap, units, lifted, close=close, count_units=False).cost
+        found = model.bounds(
+            cap, units, lifted, close=close, count_units=False, meanwhile=meanwhile
+        )
+        return found.cost
 
-    def whole_floor() -> float:
+    def whole_floor(meanwhile: Callable[[Future[float | None]], None] | None = None) -> float:
         """:func:`whole_bound` within :data:`ROUND_AGAIN_ABOVE`, computed once (it goes on to
         the plan's own bound)."""
         nonlocal floor
         if floor is None:
-            floor = whole_bound(ROUND_AGAIN_ABOVE)
+            floor = whole_bound(ROUND_AGAIN_ABOVE, meanwhile=meanwhile)
         return floor
 
     def proven_bound() -> float:
@@ -318,9 +330,15 @@ def generate(
 
     ways = ways_to_round_again()
     if lp_units <= ROUND_AGAIN_UNITS:
-        while ways and not (budget.exhausted or budget.mip_exhausted or close_enough()):
-            held_back, within = ways.pop(0)
-            keep(_round(*args, held_back=held_back, near=within))
+        while ways and not (budget.exhausted or budget.mip_exhausted):
+            held_back, within = ways[0]
+            again = partial(_round, *args, held_back=held_back, near=within)
+            ahead = _Ahead(again, budget, notes, pool, shows_close)
+            if close_enough(meanwhile=ahead.run):
+                ahead.undo()
+                break
+            ways.pop(0)
+            keep(ahead.result())
         round_again_past_budget(ways, misses_target)  # where the plan may miss the target
     if not exact and lp_units <= EXACT_REPAIR_UNITS and not budget.exhausted:
         proven = proven_bound()
@@ -352,6 +370,53 @@ def generate(
         if covered.get(index, 0) < demand[index]
     }
     return Result(kinds, chosen, unplaced, notes, dual_bounds, floor or 0.0, proven)
+
+
+class _Ahead:
+    """A rounding made before it is known to be wanted, while the MIP of the bound that
+    decides runs on another thread (HiGHS lets go of the interpreter). Once that MIP's bound
+    shows it unwanted (``unwanted(bound)``: the bound that decides is at least that MIP's,
+    so it decides the same), the rounding stops where it stands, and it is
+    undone: the work it spent goes back to the budget, and its notes and the patterns it
+    added to the pool are dropped. So the plan is the one rounding only once the bound asks
+    for it would give."""
+
+    def __init__(
+        self,
+        work: Callable[[], dict[Pattern, int]],
+        budget: Budget,
+        notes: list[str],
+        pool: dict[Pattern, None],
+        unwanted: Callable[[float], bool],
+    ) -> None:
+        self.work, self.budget, self.notes, self.pool = work, budget, notes, pool
+        self.unwanted = unwanted
+        self.saved: tuple[Budget, int, dict[Pattern, None]] | None = None
+        self.done: dict[Pattern, int] = {}
+
+    def run(self, mip: Future[float | None]) -> None:
+        self.saved = (replace(self.budget), len(self.notes), dict(self.pool))
+
+        def unwanted() -> bool:
+            return mip.done() and (bound := mip.result()) is not None and self.unwanted(bound)
+
+        self.budget.interrupt = unwanted
+        try:
+            self.done = self.work()
+        finally:
+            self.budget.interrupt = None
+
+    def undo(self) -> None:
+        if self.saved is None:
+            return
+        budget, notes, pool = self.saved
+        self.budget.used, self.budget.mip_used = budget.used, budget.mip_used
+        del self.notes[notes:]
+        self.pool.clear()
+        self.pool.update(pool)
+
+    def result(self) -> dict[Pattern, int]:
+        return self.done if self.saved is not None else self.work()
 
 
 def _node_pricing(

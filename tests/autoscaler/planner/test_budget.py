@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ from autoscaler.planner import (
     PlanRequest,
     plan,
 )
+from autoscaler.planner.bound import BoundModel
 from autoscaler.planner.budget import WORK_LIMIT, Budget
+from autoscaler.planner.rounding import _Ahead
 from autoscaler.planner.verify import verify
 from tests.autoscaler.planner.test_plan_quality import generated
 from tests.autoscaler.planner.test_witness import CPU8, GIB, T4X4
@@ -129,3 +132,67 @@ def test_a_repair_allowance_never_raises_the_work_limit_and_is_undone_after_its_
         assert not budget.mip_exhausted
         raise RuntimeError
     assert budget.mip_exhausted and budget.mip_limit == 500
+
+
+def test_an_interrupt_spends_all_work_while_it_says_so_and_leaves_the_limits_alone():
+    stop = [False]
+    budget = Budget(limit=1_000, mip_limit=500, interrupt=lambda: stop[0])
+    assert not budget.exhausted and not budget.mip_exhausted
+    stop[0] = True
+    assert budget.exhausted and budget.mip_exhausted
+    assert (budget.limit, budget.used, budget.mip_limit, budget.mip_used) == (1_000, 0, 500, 0)
+
+
+def _work_ahead(budget: Budget, notes: list[str], pool: dict, seen: list[bool]):
+    def work():
+        seen.append(budget.exhausted)
+        budget.spend(10)
+        budget.spend_mip(5)
+        notes.append("made ahead")
+        pool["pattern made ahead"] = None
+        return {"pattern made ahead": 1}
+
+    return work
+
+
+def test_a_rounding_made_ahead_stops_once_the_bound_shows_it_unwanted_and_is_undone_whole():
+    budget, notes, pool, seen = Budget(used=7, mip_used=3), ["before"], {"kept": None}, []
+    ahead = _Ahead(_work_ahead(budget, notes, pool, seen), budget, notes, pool, lambda b: b >= 9)
+    mip: Future[float | None] = Future()
+    mip.set_result(10.0)  # the bound MIP finished first, and its bound shows the plan close
+    ahead.run(mip)
+    assert seen == [True]  # the rounding saw its work spent, so it stopped where it stood
+    ahead.undo()
+    assert (budget.used, budget.mip_used, budget.interrupt) == (7, 3, None)
+    assert notes == ["before"] and list(pool) == ["kept"]
+
+
+def test_a_rounding_made_ahead_and_wanted_is_kept_as_made_and_not_made_again():
+    budget, notes, pool, seen = Budget(), [], {}, []
+    ahead = _Ahead(_work_ahead(budget, notes, pool, seen), budget, notes, pool, lambda b: b >= 9)
+    mip: Future[float | None] = Future()
+    ahead.run(mip)  # the bound MIP still runs: the rounding goes on to its end
+    mip.set_result(8.0)  # ... and its bound does not show the plan close: the rounding is kept
+    assert ahead.result() == {"pattern made ahead": 1}
+    assert seen == [False] and budget.used == 10 and notes == ["made ahead"]
+    assert budget.interrupt is None
+
+
+@pytest.mark.parametrize(("kind", "seed"), [("flexible", 5), ("forced", 3), ("gcp", 2)])
+def test_rounding_ahead_of_the_bound_gives_the_plan_rounding_after_it_gives(
+    kind, seed, monkeypatch
+):
+    """Plans whose bound MIP decides whether to round again (kept on the first and last,
+    undone on the second): the plan is the same as when each rounding waits for that bound."""
+    request = generated(200, kind, seed)
+    made_ahead = []
+    run = _Ahead.run
+    monkeypatch.setattr(_Ahead, "run", lambda self, mip: made_ahead.append(run(self, mip)))
+    ahead = plan(request)
+    assert made_ahead
+    bounds = BoundModel.bounds
+    monkeypatch.setattr(
+        BoundModel, "bounds", lambda self, *a, meanwhile=None, **k: bounds(self, *a, **k)
+    )
+    in_order = plan(request)
+    assert ahead == in_order  # launches, cost, bounds, node bound, notes
