@@ -42,6 +42,12 @@ BOUND_GAP = 1e-3
 """Relative gap of the knapsacks solved only for a Lagrangian bound (not for patterns): their
 dual bound is valid wherever they stop, and closing the last 0.1% was most of their time on
 large plans."""
+LAGRANGIAN_MIP_WORK = 20_000
+"""MIP work (:func:`~autoscaler.planner.solver.limit_mip`) of one Lagrangian bound's knapsacks
+together; past it, each knapsack stops at its first callback with the dual bound it has
+(valid, if weaker). On the benchmark sweep they need far less; a knapsack of a node type
+that may hold 150 gang-heavy shapes spent most of a second on its root cut loop, for the
+last 0.2% of its bound."""
 
 
 def exact_rounds(
@@ -98,6 +104,7 @@ def lagrangian(
     duals = dict(master.item_duals)
     value = sum(duals[i] * caps[i] for i in caps if i in duals)
     dual_vector, cap_vector = _vectors(kinds, duals, caps)
+    work = Budget(mip_limit=LAGRANGIAN_MIP_WORK)
 
     def unit_value(kind: Kind) -> float:
         """The fractional bound, or where that leaves a unit worth more than it costs, the
@@ -106,7 +113,9 @@ def lagrangian(
         if fractional <= kind.cost or budget.exhausted:
             return fractional
         budget.spend(len(kind.items) * len(kind.hosts))
-        unit = best_unit(kind.hosts, kind.items, duals, caps, kind.needs_anchor, fit, BOUND_GAP)
+        unit = best_unit(
+            kind.hosts, kind.items, duals, caps, kind.needs_anchor, fit, BOUND_GAP, work
+        )
         return min(fractional, unit.value_bound)
 
     def price() -> tuple[tuple[int, float], ...]:

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from accel.allocation import SHARE_UNITS
+from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
-from autoscaler.planner.solver import add_rows, new_solver
+from autoscaler.planner.solver import add_rows, limit_mip, new_solver
 
 KNAPSACK_MAX_NODES = 200
 """Branch-and-bound nodes per knapsack (deterministic); the dual bound stays valid."""
@@ -46,12 +47,15 @@ def best_unit(
     needs_anchor: bool,
     fit,
     rel_gap: float = KNAPSACK_GAP,
+    work: Budget | None = None,
 ) -> Unit:
     """The most valuable contents of one unit with ``hosts`` (fresh or partly used bins).
 
     ``fit(host, item, limit)`` counts the copies of an item that fit on a host alone;
     ``needs_anchor``: the unit must hold an item that is not a rider; ``rel_gap``: the
-    search stops within this fraction of the best value."""
+    search stops within this fraction of the best value; ``work``: the search's work is
+    counted there, and once its MIP work is spent the search stops where it stands (its
+    dual bound is a bound all the same)."""
     import highspy
 
     chosen = [
@@ -88,6 +92,8 @@ def best_unit(
     if rows:
         add_rows(h, rows)
     h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    if work is not None:
+        limit_mip(h, work, has_plan=True)
     h.run()
     status = h.getModelStatus()
     info = h.getInfo()

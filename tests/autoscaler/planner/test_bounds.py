@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, bound, plan
 from autoscaler.planner.bound import BoundModel
+from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.knapsack import best_unit
 from autoscaler.planner.packing import Kind, fit
@@ -61,6 +64,29 @@ def test_exact_pricing_respects_large_memory():
     assert big_copies * 128 + small_copies * 64 <= 1024
     assert big_copies + small_copies == 13  # all ten small ones, three big ones
     assert unit.value_bound <= 13 + 1e-6
+
+
+def test_a_knapsack_past_its_work_budget_stops_early_and_its_bound_still_holds():
+    # Forty fractional- and whole-GPU shapes on an 8-GPU host: a knapsack whose root cuts
+    # and search take many callbacks. Stopped at its first callback past a spent budget, its
+    # bound is weaker, never below the best unit.
+    rng = random.Random(7)
+    gpu8 = NodeType("gpu8", {"CPU": 96, "memory": 768 * GIB, "GPU": 8}, 30.0)
+    shapes = [
+        {"CPU": rng.randint(1, 12), "memory": rng.randint(1, 64) * GIB, "GPU": gpu}
+        for gpu in rng.choices([0.25, 0.3, 0.5, 0.7, 1, 2], k=40)
+    ]
+    items = build_items(Demand(tuple(BundleDemand(shape, 6) for shape in shapes)))
+    values = {item.index: rng.uniform(0.5, 3.0) for item in items}
+    caps = {item.index: item.count for item in items}
+    host = fresh_host(gpu8, 0, -1)
+    spent, ample = Budget(mip_limit=0), Budget(mip_limit=10**9)
+    stopped = best_unit([host], items, values, caps, False, fit, 1e-3, spent)
+    full = best_unit([host], items, values, caps, False, fit, 1e-3, ample)
+    assert spent.mip_used < ample.mip_used  # it stopped where the full search went on
+    best = sum(values[i] * n for host_contents in full.contents for i, n in host_contents)
+    assert stopped.value_bound >= full.value_bound - 1e-6
+    assert full.value_bound >= best - 1e-6
 
 
 def test_items_above_half_a_host_never_share_one_in_the_bound_lp():
