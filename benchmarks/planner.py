@@ -4,7 +4,12 @@
 slices of one and several hosts beside GCE GPU and CPU machines).
 
 Run: .venv/bin/python benchmarks/planner.py [--scales 200,2000] [--kinds forced,diverse]
-     [--seed 0 | --seeds 0-9] [--repeat 3] [--ray-max-bundles 2000] [--ray-timeout 60] [--no-ray]
+     [--seed 0 | --seeds 0-9] [--types 60] [--repeat 3] [--ray-max-bundles 2000]
+     [--ray-timeout 60] [--no-ray]
+
+``--types N``: every EC2 problem over N node types (the head included) instead of the
+default 20 at 200 bundles, 30 at 2,000, 40 at 20,000 and 50 at 100,000 (``gcp`` keeps its
+own).
 
 Per problem it prints: bundles, node types, the planner's own time (median of ``--repeat``
 in-process runs: what a monitor round pays), the whole ``autoscale plan --json`` process
@@ -61,6 +66,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", help="seeds to sweep, a range (0-9) or a list (0,3,5)")
+    parser.add_argument("--types", type=int, help="node types per EC2 problem (20-60)")
     parser.add_argument("--ray-timeout", type=float, default=60.0)
     parser.add_argument("--ray-max-bundles", type=int, default=2_000)
     parser.add_argument("--no-ray", action="store_true")
@@ -106,7 +112,8 @@ def _have_ray() -> bool:
 
 def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> tuple[float, float]:
     """Prints the problem's row; returns its planning seconds and gap."""
-    cluster_doc, demand_doc = mixed_problem(scale, kind, args.seed)
+    worker_types = None if args.types is None else args.types - 1  # and the head
+    cluster_doc, demand_doc = mixed_problem(scale, kind, args.seed, worker_types)
     with tempfile.TemporaryDirectory() as folder:
         cluster_path = Path(folder) / "cluster.yaml"
         demand_path = Path(folder) / "demand.json"

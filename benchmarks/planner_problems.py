@@ -38,9 +38,12 @@ INFEASIBLE = [{"GPU": 64}, {"CPU": 1, "accelerator_type:H1000": 0.001}, {"TPU": 
 """Bundles no node type of any generated cluster holds (every problem ends with them)."""
 
 
-def node_types(rng: random.Random, scale: int) -> list[str]:
-    """20 to 60 EC2 types: always some of each family, more at larger scales."""
-    wanted = min(60, 20 + 10 * SCALES.index(scale) if scale in SCALES else 40)
+def node_types(rng: random.Random, scale: int, wanted: int | None = None) -> list[str]:
+    """20 to 60 EC2 types: always some of each family, more at larger scales (``wanted``:
+    that many, topped up with the CPU types not drawn, up to all 59 listed)."""
+    asked = wanted
+    if wanted is None:
+        wanted = min(60, 20 + 10 * SCALES.index(scale) if scale in SCALES else 40)
     cpu = rng.sample(CPU_TYPES, k=min(len(CPU_TYPES), max(6, wanted // 3)))
     gpu = [t for family in GPU_TYPES.values() for t in family]
     gpu = rng.sample(gpu, k=min(len(gpu), max(10, wanted // 2)))
@@ -50,7 +53,10 @@ def node_types(rng: random.Random, scale: int) -> list[str]:
     neuron = rng.sample(
         NEURON_TYPES, k=min(len(NEURON_TYPES), max(2, wanted - len(cpu) - len(gpu)))
     )
-    return sorted({*cpu, *gpu, *neuron})
+    chosen = {*cpu, *gpu, *neuron}
+    if asked is not None:
+        chosen |= set([t for t in CPU_TYPES if t not in chosen][: max(0, asked - len(chosen))])
+    return sorted(chosen)
 
 
 def cluster(types: list[str]) -> dict[str, Any]:
@@ -137,9 +143,10 @@ PROBLEM_KINDS = ("forced", "flexible", "diverse", "gangs", "gcp")
 
 
 def mixed_problem(
-    bundles: int, kind: str = "flexible", seed: int = 0
+    bundles: int, kind: str = "flexible", seed: int = 0, types: int | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A cluster over 20-60 real EC2 types and a demand of about ``bundles`` bundles.
+    """A cluster over 20-60 real EC2 types (``types``: that many, :func:`node_types`; the
+    ``gcp`` kind keeps its own) and a demand of about ``bundles`` bundles.
 
     ``flexible``: every shape fits at least two of the node types (CPU tasks of several sizes
     with memory, fractional GPUs typed T4/L4 or untyped, 1-4 GPU tasks typed A10G/L4/L40S/T4,
@@ -148,18 +155,18 @@ def mixed_problem(
     ``diverse``: :func:`diverse_problem`.
     """
     if kind == "diverse":
-        return diverse_problem(bundles, seed)
+        return diverse_problem(bundles, seed, types)
     if kind == "gangs":
-        return gangs_problem(bundles, seed)
+        return gangs_problem(bundles, seed, types)
     if kind == "gcp":
         from planner_problems_gcp import gcp_problem
 
         return gcp_problem(bundles, seed)
     rng = random.Random(f"{kind}-{seed}-{bundles}")
-    types = node_types(rng, bundles)
+    names = node_types(rng, bundles, types)
     if kind == "forced":
-        types = sorted({*types, "p4d.24xlarge", "p5.48xlarge"})
-    cluster_doc = cluster(types)
+        names = sorted({*names, "p4d.24xlarge", "p5.48xlarge"})
+    cluster_doc = cluster(names)
     fits = fitting_types(cluster_doc)
 
     shapes: list[tuple[str, dict[str, float], float]] = []
@@ -204,13 +211,15 @@ def mixed_problem(
     return cluster_doc, {"bundles": [*entries, *INFEASIBLE], "placement_groups": groups}
 
 
-def diverse_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+def diverse_problem(
+    bundles: int, seed: int = 0, types: int | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Dozens of random shapes (CPU and memory, fractional and typed GPUs, NeuronCores), many
     small placement groups of a dozen shapes and every strategy (as Ray reports them: one
     record per group), a few infeasible bundles, over 20-60 real EC2 types."""
     rng = random.Random(f"diverse-{seed}-{bundles}")
-    types = node_types(rng, bundles)
-    families = sorted(f for f, family in GPU_TYPES.items() if set(family) & set(types))
+    names = node_types(rng, bundles, types)
+    families = sorted(f for f, family in GPU_TYPES.items() if set(family) & set(names))
     shapes = [random_shape(rng, families) for _ in range(rng.randint(30, 60))]
     weights = [rng.uniform(0.2, 2.0) for _ in shapes]
     total = sum(weights)
@@ -231,7 +240,7 @@ def diverse_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[s
     while grouped < 0.15 * bundles:
         groups.append(rng.choice(templates))
         grouped += len(groups[-1]["bundles"])
-    return cluster(types), {"bundles": [*entries, *INFEASIBLE], "placement_groups": groups}
+    return cluster(names), {"bundles": [*entries, *INFEASIBLE], "placement_groups": groups}
 
 
 def random_shape(rng: random.Random, families: list[str]) -> dict[str, float]:
@@ -282,17 +291,19 @@ def fitting_types(cluster_doc: dict[str, Any]):
 STRATEGY_WEIGHTS = {"STRICT_SPREAD": 0.4, "STRICT_PACK": 0.2, "PACK": 0.2, "SPREAD": 0.2}
 
 
-def gangs_problem(bundles: int, seed: int = 0) -> tuple[dict[str, Any], dict[str, Any]]:
+def gangs_problem(
+    bundles: int, seed: int = 0, types: int | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Hundreds of distinct placement groups at scale (a few at 200 bundles): STRICT_SPREAD,
     STRICT_PACK, PACK and SPREAD groups of 2-12 mixed bundles (CPU and memory, fractional and
     typed GPUs, NeuronCores), some as one record with a count, some as one record per group
     as Ray reports them; plus ordinary tasks of random shapes and a few infeasible bundles,
     over 20-60 real EC2 types."""
     rng = random.Random(f"gangs-{seed}-{bundles}")
-    types = node_types(rng, bundles)
-    cluster_doc = cluster(types)
+    names = node_types(rng, bundles, types)
+    cluster_doc = cluster(names)
     fits = fitting_types(cluster_doc)
-    families = sorted(f for f, family in GPU_TYPES.items() if set(family) & set(types))
+    families = sorted(f for f, family in GPU_TYPES.items() if set(family) & set(names))
     entries = []
     shapes = [random_shape(rng, families) for _ in range(rng.randint(20, 40))]
     weights = [rng.uniform(0.2, 2.0) for _ in shapes]
