@@ -182,25 +182,26 @@ class BoundModel:
                 for name, quantity in host.free.items():
                     capacity[name] = capacity.get(name, 0) + max(quantity, 0)
             units[x] = (capacity, _devices(kind))
-            for name in sorted({n for item, _ in eligible for n in item.needs}):
-                users = [(item, item.needs[name]) for item, _ in eligible if item.needs.get(name)]
-                if not users or not capacity.get(name):
-                    continue
-                cols = [y_of[item.index] for item, _ in users] + [x]
-                vals = [need / capacity[name] for _, need in users] + [-1.0]
-                rows.append((cols, vals, -inf, 0.0))
-            for name in sorted({n for item, _ in eligible for n in item.needs}):
+            users_of: dict[str, list[tuple[int, int]]] = {}  # resource -> (y, need) per user
+            for item, _ in eligible:
+                for name, need in item.needs.items():
+                    if need:
+                        users_of.setdefault(name, []).append((y_of[item.index], need))
+            for name in sorted(users_of):
+                if capacity.get(name):
+                    users = users_of[name]
+                    cols = [y for y, _ in users] + [x]
+                    vals = [need / capacity[name] for _, need in users] + [-1.0]
+                    rows.append((cols, vals, -inf, 0.0))
+            for name in sorted(users_of):
                 host_room = max((max(h.free.get(name, 0), 0) for h in kind.hosts), default=0)
                 holding = sum(1 for h in kind.hosts if h.free.get(name, 0) > 0)
+                users = [(y, need) for y, need in users_of[name] if need > 0]
                 for order in DFF_ORDERS:
-                    weights = [
-                        (item, _dff(item.needs[name], host_room, order))
-                        for item, _ in eligible
-                        if item.needs.get(name, 0) > 0
-                    ]
-                    if any(w * host_room > item.needs[name] for item, w in weights):
-                        cols = [y_of[item.index] for item, _ in weights] + [x]
-                        vals = [w for _, w in weights] + [-float(holding)]
+                    weights = [(y, need, _dff(need, host_room, order)) for y, need in users]
+                    if any(w * host_room > need for _, need, w in weights):
+                        cols = [y for y, _, _ in weights] + [x]
+                        vals = [w for _, _, w in weights] + [-float(holding)]
                         rows.append((cols, vals, -inf, 0.0))
             for name, (devices, size) in _devices(kind).items():
                 weights = [(item, _device_weight(item, name, size)) for item, _ in eligible]
@@ -433,15 +434,12 @@ def _cover_rows(
     every item that may use no other kind, so there are at least as many as the most
     demanding resource (scalar, devices, copies per unit) needs, rounded up."""
     inf = float("inf")
-    sets = sorted(
-        {tuple(sorted(x for x, _ in holders[i.index])) for i in items if holders[i.index]}
-    )
+    kinds_of = {i.index: frozenset(x for x, _ in holders[i.index]) for i in items}
+    sets = sorted({tuple(sorted(kinds_of[i.index])) for i in items if kinds_of[i.index]})
     rows = []
     for kinds in sets:
-        within = set(kinds)
-        members = [
-            i for i in items if holders[i.index] and {x for x, _ in holders[i.index]} <= within
-        ]
+        within = frozenset(kinds)
+        members = [i for i in items if kinds_of[i.index] and kinds_of[i.index] <= within]
         need = 0
         for item in members:
             most = max(copies for _, copies in holders[item.index])
