@@ -87,7 +87,7 @@ class Bin:
         if shares is None:
             return 1 << 30  # a logical resource without devices: scalars decide
         if share >= SHARE_UNITS:
-            return sum(1 for s in shares if s == SHARE_UNITS) // (share // SHARE_UNITS)
+            return shares.count(SHARE_UNITS) // (share // SHARE_UNITS)
         return sum(s // share for s in shares)
 
     def fits_all(self, parts: Iterable[Part]) -> bool:
