@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from accel.user_input import brief
@@ -26,7 +25,7 @@ from autoscaler.config.node_setup import docker_warnings, node_setup, with_ray_s
 from autoscaler.config.node_types import build_node_type, launch_config
 from autoscaler.config.ray_layouts import with_node_types
 from autoscaler.config.schema import ClusterSpec
-from autoscaler.config.yaml_input import YamlInputError, load_yaml
+from autoscaler.config.yaml_input import YamlInputError, dump_yaml, load_yaml
 from autoscaler.planner.model import ExistingNode, Limits, NodeType
 from providers import CLOUDS, cloud_for
 from providers.base import Cloud
@@ -163,7 +162,7 @@ class ClusterConfig:
 
     def to_yaml(self) -> str:
         """The cluster YAML as given (keys set)."""
-        return yaml.safe_dump(self.spec.model_dump(mode="json", exclude_unset=True))
+        return dump_yaml(self.spec.model_dump(mode="json", exclude_unset=True))
 
     def head_yaml(self) -> str:
         """The cluster YAML the head's own monitor runs with: each file mount read from its
@@ -174,7 +173,7 @@ class ClusterConfig:
         key = self.ssh_public_key()
         if key:
             data["auth"] = {**data.get("auth", {}), INLINE_PUBLIC_KEY: key}
-        return yaml.safe_dump(data)
+        return dump_yaml(data)
 
 
 def load_cluster_config(path: str | Path) -> ClusterConfig:

@@ -16,6 +16,16 @@ FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 time on a cluster YAML, part of every command's start), else the pure-Python one."""
 
 
+FAST_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's safe dumper where PyYAML has it: the head's own cluster YAML is written into
+every boot script, whose size ``plan`` and ``up`` check first."""
+
+
+def dump_yaml(data: object) -> str:
+    """``data`` as plain YAML (what :func:`yaml.safe_dump` writes)."""
+    return yaml.dump(data, Dumper=FAST_DUMPER)
+
+
 class YamlInputError(ValueError):
     """The text is not a usable YAML document; the message is one line."""
 
