@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -516,16 +517,22 @@ FLOOR_MARGIN = 1e-3
 by more than this fraction (else it cannot raise the bound enough to matter)."""
 
 
+UnitValues = tuple[tuple[int, float], ...]
+"""Per kind (its position), a bound on what one unit of it can hold at a Lagrangian's values."""
+
+
 @dataclass
 class DualBound:
     """One Lagrangian relaxation of "place every copy of the demand": item values (their sum
     over the demand is ``value``) and, per kind, a bound on what one unit of it can hold at
     those values (``unit_values``, exact knapsacks; ``price`` computes them when first
-    needed)."""
+    needed: ``price(hopeless)`` may stop, returning None, once ``hopeless(values)`` says the
+    bound over values at least as large as it will find is too low, and go on when asked
+    again)."""
 
     value: float
-    unit_values: tuple[tuple[int, float], ...] | None = None
-    price: Callable[[], tuple[tuple[int, float], ...]] | None = None
+    unit_values: UnitValues | None = None
+    price: Callable[[Callable[[UnitValues], bool]], UnitValues | None] | None = None
 
     def cost_bound(
         self, kinds: Sequence[Kind], budget: float, floor: float = -math.inf
@@ -534,12 +541,15 @@ class DualBound:
         are values too: at each scale, their sum minus, per kind whose unit can hold more than
         it costs, the excess times the most units a plan costing at most ``budget`` can take
         of it; the best scale is one where some kind's excess vanishes (or 1). None: no
-        finite bound, or (before any knapsack is solved) none above ``floor``: the bound is
-        at most the values' sum."""
+        finite bound, or (before every knapsack is solved) none above ``floor``: the bound is
+        at most the values' sum, and at most the same figure over smaller unit values (each
+        kind's excess is then no larger at any scale)."""
         if self.value <= floor * (1 + FLOOR_MARGIN):
             return None
         if self.unit_values is None:
-            self.unit_values = self.price()
+            self.unit_values = self.price(partial(_at_most, self.value, kinds, budget, floor))
+            if self.unit_values is None:
+                return None
         held = [(kinds[index], value) for index, value in self.unit_values]
         scales = {1.0} | {k.cost / v for k, v in held if v > k.cost > 0}
         best = None
@@ -553,6 +563,27 @@ class DualBound:
             if total > -math.inf and (best is None or total > best):
                 best = total
         return best
+
+
+def _at_most(
+    value: float, kinds: Sequence[Kind], budget: float, floor: float, unit_values: UnitValues
+) -> bool:
+    """Whether :meth:`DualBound.cost_bound` over ``unit_values`` (or any larger ones) is at
+    most ``floor`` (a little below, against rounding): the same figure, over arrays."""
+    positions = np.array([index for index, _ in unit_values], np.int64)
+    units = np.array([unit for _, unit in unit_values])
+    held = [kinds[index] for index in positions.tolist()]
+    costs = np.array([kind.cost for kind in held])
+    caps = np.array(
+        [math.inf if (cap := _unit_cap(kind, budget)) is None else cap for kind in held]
+    )
+    over = (units > costs) & (costs > 0)
+    scales = np.unique(np.concatenate(([1.0], costs[over] / units[over])))
+    excess = scales[:, None] * units[None, :] - costs[None, :]
+    with np.errstate(invalid="ignore"):
+        lost = np.where(excess > 1e-12, excess * caps[None, :], 0.0).sum(axis=1)
+    best = float(np.max(scales * value - lost))
+    return best <= floor - 1e-9 * abs(floor)
 
 
 def _unit_cap(kind: Kind, budget: float) -> float | None:

@@ -11,11 +11,11 @@ the same patterns on any machine.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from autoscaler.planner.bound import DualBound
+from autoscaler.planner.bound import DualBound, UnitValues
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
 from autoscaler.planner.knapsack import best_unit
@@ -99,29 +99,81 @@ def lagrangian(
     master: Master, kinds: Sequence[Kind], caps: Mapping[int, int], budget: Budget
 ) -> DualBound:
     """The Lagrangian relaxation at the master's last duals; its knapsacks (one per kind) are
-    solved only if its bound is asked for, and while ``budget`` lasts (past it, each kind's
-    fractional bound stands in: valid, if weaker)."""
+    solved only if its bound is asked for (:class:`_Knapsacks`)."""
     duals = dict(master.item_duals)
     value = sum(duals[i] * caps[i] for i in caps if i in duals)
-    dual_vector, cap_vector = _vectors(kinds, duals, caps)
-    work = Budget(mip_limit=LAGRANGIAN_MIP_WORK)
+    return DualBound(value, price=_Knapsacks(kinds, duals, caps, budget))
 
-    def unit_value(kind: Kind) -> float:
-        """The fractional bound, or where that leaves a unit worth more than it costs, the
-        knapsack's too (a kind worth no more than its cost adds nothing to the bound)."""
-        fractional = _value_bound(kind, dual_vector, cap_vector)
-        if fractional <= kind.cost or budget.exhausted:
-            return fractional
-        budget.spend(len(kind.items) * len(kind.hosts))
-        unit = best_unit(
-            kind.hosts, kind.items, duals, caps, kind.needs_anchor, fit, BOUND_GAP, work
-        )
-        return min(fractional, unit.value_bound)
 
-    def price() -> tuple[tuple[int, float], ...]:
-        return tuple((kind.index, unit_value(kind)) for kind in kinds)
+class _Knapsacks:
+    """Per kind, a bound on what one unit holds at the given item values: the fractional
+    bound, or where that leaves a unit worth more than it costs, the knapsack's too (a kind
+    worth no more than its cost adds nothing to the bound), while ``budget`` lasts (past it,
+    the fractional bound stands in: valid, if weaker). The knapsacks are solved one at a time,
+    in the kinds' order, each kept: pricing stops once the bound over the values known, with
+    the rest at what a greedy packing holds (no more than their knapsacks find), is shown too
+    low, and goes on from there when asked again, so every knapsack is solved as it would be
+    in one go."""
 
-    return DualBound(value, price=price)
+    def __init__(
+        self,
+        kinds: Sequence[Kind],
+        duals: Mapping[int, float],
+        caps: Mapping[int, int],
+        budget: Budget,
+    ) -> None:
+        self.kinds, self.duals, self.caps, self.budget = kinds, duals, caps, budget
+        self.work = Budget(mip_limit=LAGRANGIAN_MIP_WORK)
+        self.values: dict[int, float] = {}
+        """Per kind (by position): its fractional bound, or once solved, its knapsack's."""
+        self.queue: list[Kind] | None = None
+        """Kinds whose knapsack is yet to solve (None: not sorted out yet)."""
+        self.greedy: dict[int, float] = {}
+        """Per kind in the queue: what its greedy packings hold at best."""
+
+    def __call__(self, hopeless: Callable[[UnitValues], bool]) -> UnitValues | None:
+        if self.queue is None:
+            self.queue = self._sort_out()
+        while self.queue:
+            waiting = {kind.index for kind in self.queue}
+            held = tuple(
+                (k.index, self.greedy[k.index] if k.index in waiting else self.values[k.index])
+                for k in self.kinds
+            )
+            if hopeless(held):
+                return None
+            kind = self.queue.pop(0)
+            unit = best_unit(
+                kind.hosts,
+                kind.items,
+                self.duals,
+                self.caps,
+                kind.needs_anchor,
+                fit,
+                BOUND_GAP,
+                self.work,
+            )
+            self.values[kind.index] = min(self.values[kind.index], unit.value_bound)
+        return tuple((kind.index, self.values[kind.index]) for kind in self.kinds)
+
+    def _sort_out(self) -> list[Kind]:
+        """Each kind's fractional bound, and the kinds whose knapsack is to be solved (their
+        work spent now, as each is met), with what a greedy packing of theirs holds."""
+        dual_vector, cap_vector = _vectors(self.kinds, self.duals, self.caps)
+        queue = []
+        for kind in self.kinds:
+            fractional = _value_bound(kind, dual_vector, cap_vector)
+            self.values[kind.index] = fractional
+            if fractional <= kind.cost or self.budget.exhausted:
+                continue
+            self.budget.spend(len(kind.items) * len(kind.hosts))
+            queue.append(kind)
+            packed = _price(kind, dual_vector, cap_vector)
+            self.greedy[kind.index] = max(map(self._worth, packed), default=0.0)
+        return queue
+
+    def _worth(self, pattern: Pattern) -> float:
+        return sum(self.duals.get(i, 0.0) * n for i, n in pattern.totals().items())
 
 
 def _vectors(

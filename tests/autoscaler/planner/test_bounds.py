@@ -6,13 +6,24 @@ import random
 
 import pytest
 
-from autoscaler.planner import BundleDemand, Demand, Limits, NodeType, PlanRequest, bound, plan
+from autoscaler.planner import (
+    BundleDemand,
+    Demand,
+    Limits,
+    NodeType,
+    PlanRequest,
+    bound,
+    columns,
+    plan,
+)
 from autoscaler.planner.bound import BoundModel
 from autoscaler.planner.budget import Budget
+from autoscaler.planner.columns import column_generation, lagrangian, seed
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.knapsack import best_unit
+from autoscaler.planner.master import Master
 from autoscaler.planner.packing import Kind, fit
-from tests.autoscaler.planner.test_mip_limits import new_units_problem
+from tests.autoscaler.planner.test_mip_limits import SHAPES, TYPES, new_units_problem
 from tests.autoscaler.planner.test_plan_quality import SMALL_CASES
 
 GIB = 2**30
@@ -87,6 +98,34 @@ def test_a_knapsack_past_its_work_budget_stops_early_and_its_bound_still_holds()
     best = sum(values[i] * n for host_contents in full.contents for i, n in host_contents)
     assert stopped.value_bound >= full.value_bound - 1e-6
     assert full.value_bound >= best - 1e-6
+
+
+def test_lagrangian_knapsacks_stop_once_too_low_and_go_on_as_in_one_go(monkeypatch):
+    # A master one pricing round in: at its duals several kinds' fractional bounds say a unit
+    # may be worth more than it costs, so their knapsacks decide the Lagrangian bound.
+    items, kinds, demand = new_units_problem(TYPES, SHAPES)
+    master = Master(items, demand, kinds, {k.index: None for k in kinds}, None, 1000.0, 1e-4)
+    for item in items:
+        seed(master, kinds, item, demand, 1)
+    column_generation(master, kinds, demand, 1)
+    master.solve_lp()
+    solved = []
+    knapsack = columns.best_unit
+    monkeypatch.setattr(columns, "best_unit", lambda *a, **k: solved.append(1) or knapsack(*a, **k))
+
+    in_one_go = Budget()
+    full = lagrangian(master, kinds, demand, in_one_go).cost_bound(kinds, 100.0)
+    every = len(solved)
+    assert full is not None and every >= 3
+
+    solved.clear()
+    asked_high = Budget()
+    stopped = lagrangian(master, kinds, demand, asked_high)
+    assert stopped.cost_bound(kinds, 100.0, floor=1.05 * full) is None
+    assert 0 < len(solved) < every  # it stopped once the bound was shown below the floor
+    assert asked_high.used == in_one_go.used  # the same work counted as in one go
+    assert stopped.cost_bound(kinds, 100.0) == full  # asked again, it goes on to the same bound
+    assert len(solved) == every
 
 
 def test_items_above_half_a_host_never_share_one_in_the_bound_lp():
