@@ -8,7 +8,9 @@ appear only with ``--debug``.
 from __future__ import annotations
 
 import logging
+import os
 import sys
+from typing import NoReturn
 
 import click
 
@@ -19,17 +21,27 @@ DEBUG_ENV_VAR = "AUTOSCALE_DEBUG"
 OUR_PACKAGES = {"accel", "instance_catalog", "providers", "autoscaler"}
 MAX_ERROR_LINE = 500
 """Characters of one error-message line; click quotes bad option values whole."""
+ENDS_AT_ONCE = frozenset({"plan"})
+"""Commands that hold nothing once they have printed (offline: no threads, servers or open
+files): run from the console, their process ends as soon as they succeed, its output
+flushed, without the interpreter's teardown (freeing numpy's, HiGHS's and pydantic's state
+and the plan's objects: 50-100 ms of a 0.4-0.5 s ``autoscale plan`` on a 2-core machine)."""
 
 
 class RootGroup(LazyGroup):
-    """The ``autoscale`` group: no error line, whoever wrote it, echoes huge input whole."""
+    """The ``autoscale`` group: no error line, whoever wrote it, echoes huge input whole;
+    ``finished``: the subcommand that last succeeded."""
+
+    finished: str | None = None
 
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
         except click.ClickException as err:
             err.message = "\n".join(clip(line, MAX_ERROR_LINE) for line in err.message.split("\n"))
             raise
+        self.finished = ctx.invoked_subcommand
+        return result
 
 
 @click.group(
@@ -82,3 +94,17 @@ def main() -> None:
             raise
         click.echo(f"Error: {type(err).__name__}: {err} (run with --debug for details)", err=True)
         sys.exit(1)
+    if cli.finished in ENDS_AT_ONCE:
+        _end_now()
+
+
+def _end_now() -> NoReturn:
+    """Exit 0 here, once logging and the output are flushed (120 where the output cannot be,
+    e.g. a closed pipe, as Python's own exit reports it)."""
+    logging.shutdown()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        os._exit(120)
+    os._exit(0)

@@ -122,6 +122,32 @@ def test_explain_names_the_token_to_request_for_an_alias_no_node_advertises():
     assert "request accelerator_type:A100-80G" in result.output
 
 
+@pytest.mark.parametrize(
+    ("bundles", "status", "torn_down"), [('[{"CPU": 1}]', 0, False), ('[{"CPU": "x"}]', 2, True)]
+)
+def test_a_plan_process_ends_once_its_output_is_flushed(bundles, status, torn_down):
+    """A plan that succeeds ends its process without the interpreter's teardown (the atexit
+    hook below never runs), its whole output written through the pipe; one that fails exits
+    as usual."""
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: sys.stderr.write('torn down'))\n"
+        "sys.argv = ['autoscale', 'plan', sys.argv[1], '--bundles', sys.argv[2], '--json']\n"
+        "from autoscaler.cli import main\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / "aws-ray.yaml"), bundles],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == status, done.stderr
+    assert ("torn down" in done.stderr) == torn_down
+    if status == 0:
+        assert json.loads(done.stdout)["infeasible"] == []
+
+
 @pytest.mark.parametrize("config", ["aws-ray.yaml", "gcp-tpu.yaml"])
 def test_offline_plan_needs_no_cloud_sdk(config):
     """`autoscale plan` works where no cloud SDK can be imported (and so imports none)."""
