@@ -122,30 +122,36 @@ def test_explain_names_the_token_to_request_for_an_alias_no_node_advertises():
     assert "request accelerator_type:A100-80G" in result.output
 
 
+PLAN = ["plan", str(FIXTURES / "aws-ray.yaml"), "--json", "--bundles"]
+
+
 @pytest.mark.parametrize(
-    ("bundles", "status", "torn_down"), [('[{"CPU": 1}]', 0, False), ('[{"CPU": "x"}]', 2, True)]
+    ("argv", "status", "at_exit"),
+    [
+        ([*PLAN, '[{"CPU": 1}]'], 0, None),  # no teardown: the hook never runs
+        ([*PLAN, '[{"CPU": "x"}]'], 2, "collector on: False"),  # a failure exits as usual
+        (["catalog", "--help"], 0, "collector on: True"),  # a command that stays on has it
+    ],
 )
-def test_a_plan_process_ends_once_its_output_is_flushed(bundles, status, torn_down):
-    """A plan that succeeds ends its process without the interpreter's teardown (the atexit
-    hook below never runs), its whole output written through the pipe; one that fails exits
-    as usual."""
+def test_a_plan_process_ends_once_its_output_is_flushed(argv, status, at_exit):
+    """A plan runs without the cyclic garbage collector, and once it succeeds its process
+    ends without the interpreter's teardown, its whole output written through the pipe."""
     code = (
-        "import atexit, sys\n"
-        "atexit.register(lambda: sys.stderr.write('torn down'))\n"
-        "sys.argv = ['autoscale', 'plan', sys.argv[1], '--bundles', sys.argv[2], '--json']\n"
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: sys.stderr.write(f'collector on: {gc.isenabled()}'))\n"
+        "sys.argv = ['autoscale', *sys.argv[1:]]\n"
         "from autoscaler.cli import main\n"
         "main()\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code, str(FIXTURES / "aws-ray.yaml"), bundles],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == status, done.stderr
-    assert ("torn down" in done.stderr) == torn_down
-    if status == 0:
+    if at_exit is None:
+        assert "collector on" not in done.stderr
         assert json.loads(done.stdout)["infeasible"] == []
+    else:
+        assert at_exit in done.stderr
 
 
 @pytest.mark.parametrize("config", ["aws-ray.yaml", "gcp-tpu.yaml"])
