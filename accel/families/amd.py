@@ -18,13 +18,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.families.base import AcceleratorFamily, Device, parse_id_list
 from accel.families.sysfs import numbered_nodes, read_hex
 from accel.families.values import bytes_to_mib, parse_int
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 AMD_VENDOR_ID = 0x1002

@@ -8,11 +8,15 @@ Mac reports an Intel CPU there and has no Apple GPU. Nothing runs on other syste
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.tools import run_tool
 from accel.families.values import MIB, parse_int
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 SYSCTL = "sysctl"
 SYSCTL_DIRS = ("/usr/sbin", "/sbin")

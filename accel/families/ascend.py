@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import numbered_nodes
 from accel.families.tools import run_tool
 from accel.families.values import pci_address
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 NPU_SMI = "npu-smi"
 NPU_SMI_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/local/Ascend/driver/tools")

@@ -10,11 +10,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from accel.families.values import parse_int
 from accel.names import common_tokens, type_for_tokens
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 NO_DEVICE_MARKERS = frozenset({"", "NoDevFiles"})
 

@@ -17,13 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.families.base import AcceleratorFamily, Device, parse_id_list
 from accel.families.tools import run_json
 from accel.families.values import parse_int, pci_address
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 FURIOSA_SMI = "furiosa-smi"
 TOOL_DIRS = ("/usr/bin", "/usr/local/bin")

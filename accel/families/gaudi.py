@@ -14,13 +14,16 @@ device) gives the module id (``module_id``), serial (``serial_number``) and mode
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import PCI_DEVICES, linked_pci_address, numbered_nodes, pci_device_id
 from accel.families.tools import run_tool
 from accel.families.values import parse_int, pci_address
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 HL_SMI = "hl-smi"
 HL_SMI_QUERY = ("index", "module_id", "bus_id", "name", "memory.total", "uuid", "serial")

@@ -22,13 +22,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.families.base import NO_DEVICE_MARKERS, AcceleratorFamily, Device
 from accel.families.sysfs import linked_pci_address, numbered_nodes, read_hex
 from accel.families.values import bytes_to_mib, parse_int, pci_address
-from accel.probe import HostProbe, natural_key
 from accel.user_input import brief
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 INTEL_VENDOR_ID = 0x8086
 DISPLAY_CLASS = 0x03
@@ -76,6 +78,8 @@ class IntelGpu(AcceleratorFamily):
 
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         """Discrete Intel GPUs, after ``ZE_AFFINITY_MASK`` and ``!`` selector exclusions."""
+        from accel.probe import natural_key  # loaded with the probe (the planner needs neither)
+
         devices = sorted(
             (
                 device

@@ -12,14 +12,16 @@ memory size of each GPU, matched by PCI address. MACA honours ``CUDA_VISIBLE_DEV
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import PCI_DEVICES, read_hex
 from accel.families.tools import run_tool
 from accel.families.values import pci_address
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 METAX_DRIVER = "/sys/bus/pci/drivers/metax"
 METAX_VENDOR_ID = 0x9999

@@ -9,10 +9,14 @@ is the family (Ray's ``MOBILINT_ARIES`` / ``MOBILINT_REGULUS``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import numbered_nodes
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 # Device-node prefix -> family.
 DEVICE_NODES: tuple[tuple[str, str], ...] = (("aries", "ARIES"), ("regulus-npu", "REGULUS"))

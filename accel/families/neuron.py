@@ -20,13 +20,15 @@ The generation comes from the device's PCI id (Amazon ``0x1d0f``), else from the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.families.base import AcceleratorFamily, Device, parse_id_ranges
 from accel.families.sysfs import PCI_DEVICES, pci_device_id
 from accel.families.tools import run_json
 from accel.families.values import bytes_to_mib, parse_int, pci_address
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 NEURON_BIN_DIR = "/opt/aws/neuron/bin"
 DMI_PRODUCT_NAME = "/sys/devices/virtual/dmi/id/product_name"

@@ -30,12 +30,14 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel import names
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.values import MIB
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 logger = logging.getLogger(__name__)
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import numbered_nodes
 from accel.families.tools import run_json
 from accel.families.values import bytes_to_mib, parse_int, pci_address
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 TOOLS = ("rbln-smi", "rbln-stat")
 TOOL_DIRS = ("/usr/local/bin", "/usr/bin")

@@ -7,9 +7,12 @@ node (``/sys/class/drm/card1/device``); ids are read as integers.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from accel.families.values import parse_hex, pci_address
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 PCI_DEVICES = "/sys/bus/pci/devices"
 

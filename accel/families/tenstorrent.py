@@ -10,10 +10,14 @@ which disturbs running workloads.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import linked_pci_address, numbered_nodes, read_hex
 from accel.names import resolve_type
-from accel.probe import HostProbe
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 DEV_DIR = "/dev/tenstorrent"
 SYSFS_CLASS = "/sys/class/tenstorrent"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from accel.probe import HostProbe
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 
 def run_tool(

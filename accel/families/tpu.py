@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import PCI_DEVICES, linked_pci_address, numbered_nodes, read_hex
 from accel.families.values import parse_int
-from accel.probe import HostProbe
 from accel.tpu_generations import (
     GOOGLE_PCI_VENDOR_ID,
     PodType,
@@ -27,6 +27,9 @@ from accel.tpu_generations import (
     generation_for_pci,
     parse_pod_type,
 )
+
+if TYPE_CHECKING:
+    from accel.probe import HostProbe
 
 VALID_CHIP_COUNTS = (1, 2, 4, 8)
 CHIPS_PER_HOST_BOUNDS_VAR = "TPU_CHIPS_PER_HOST_BOUNDS"
