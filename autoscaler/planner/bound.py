@@ -115,6 +115,9 @@ class BoundModel:
         self.counted = False
         self.cost_bound = 0.0
         self._solving: Future[None] | None = None
+        self._optimal: tuple[float | None, float, float] | None = None
+        """(cap, cost, bound) of the last whole-unit cost MIP solved to optimality: its plan
+        cost that much, and its bound holds under any tighter cap that plan is within."""
         if self.items:
             self._build(global_room)
             self.h = self._model()
@@ -300,6 +303,8 @@ class BoundModel:
         if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
             cost_bound = max(cost_bound, known_cost(cost_bound))
         again = cost_cap is not None and cost_cap > (1 + TARGET) * whole_floor
+        if again and (solved := self._still_optimal(cost_cap)) is not None:
+            cost_bound, again = max(cost_bound, solved), False
         cost_mip, cost_notes = None, []
         if small and again and cost_cap > close * cost_bound:
             enough, stall_above = cost_cap / close, cost_cap / (1 + TARGET)
@@ -315,6 +320,15 @@ class BoundModel:
             if dual is not None:
                 cost_bound = max(cost_bound, dual)
         return Bounds(max(cost_bound, 0.0), units, tuple(notes))
+
+    def _still_optimal(self, cost_cap: float) -> float | None:
+        """The bound of a whole-unit cost MIP solved to optimality under a cap no tighter
+        than ``cost_cap`` whose plan ``cost_cap`` still buys: tightening the units' columns
+        only removes plans, and not that one, so the MIP would end at the same optimum."""
+        if self._optimal is None:
+            return None
+        cap, cost, bound = self._optimal
+        return bound if (cap is None or cost_cap <= cap) and cost <= cost_cap else None
 
     def _unit_bound(self, plan_units: int | None, notes: list[str]) -> int:
         """Fewest new units of a plan placing as much and costing at most the cap; with whole
@@ -392,6 +406,8 @@ class BoundModel:
         if status == highspy.HighsModelStatus.kTimeLimit:
             notes.append(f"bound MIP: solver time guard ({GUARD_TIME_S:g} s) reached")
         dual = mip.getInfo().mip_dual_bound
+        if objective is None and status == highspy.HighsModelStatus.kOptimal:
+            self._optimal = (self.cap, mip.getInfo().objective_function_value, dual)
         if np.isfinite(dual) and status != highspy.HighsModelStatus.kInfeasible:
             return dual
         return None

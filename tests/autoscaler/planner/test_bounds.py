@@ -173,6 +173,24 @@ def test_the_whole_unit_cost_bound_is_not_computed_twice(monkeypatch):
     assert mips == [1]  # without it, the MIP runs
 
 
+def test_a_whole_unit_bound_solved_to_its_optimum_holds_under_tighter_caps(monkeypatch):
+    items, demand, kinds = _small_fractional_gpu_problem()
+    lp = lower_bounds(items, demand, kinds, None, count_units=False).cost
+    model = BoundModel(items, demand, kinds, None)
+    first = model.bounds(2 * lp, 3, count_units=False).cost  # its MIP ends at its optimum
+    assert first > 1.4 * lp
+    mips = []
+    limit = bound.limit_mip
+    monkeypatch.setattr(bound, "limit_mip", lambda *a, **k: mips.append(1) or limit(*a, **k))
+    # A tighter cap that still buys that optimum's plan: the same bound, no MIP.
+    assert model.bounds(1.5 * lp, 3, count_units=False).cost == first
+    assert mips == []
+    assert lower_bounds(items, demand, kinds, None, 1.5 * lp, 3, count_units=False).cost == first
+    mips.clear()
+    model.bounds(3 * lp, 3, count_units=False)  # a looser cap lets other plans in
+    assert mips == [1]
+
+
 def test_a_model_built_before_the_plan_bounds_it_as_one_built_after():
     # The planner builds the bound's model before it plans (its cost LP solved in the
     # background, without a cap) and asks for the plan's cap at the end.
