@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import base64
 import io
-import tarfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tarfile import TarInfo
 
 
 def local_path(local: str) -> Path:
@@ -46,6 +49,8 @@ def pack(mounts: Mapping[str, str]) -> str:
     path is left out (``missing_mounts`` says so before launching)."""
     if not mounts:
         return ""
+    import tarfile  # only where there are mounts (every plan loads this module)
+
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=9) as archive:
         for index, local in enumerate(mounts.values()):
@@ -55,7 +60,7 @@ def pack(mounts: Mapping[str, str]) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _plain(member: tarfile.TarInfo) -> tarfile.TarInfo:
+def _plain(member: TarInfo) -> TarInfo:
     """No owner names or ids from this machine (the node's root owns the files)."""
     member.uid = member.gid = 0
     member.uname = member.gname = ""
