@@ -105,8 +105,8 @@ def main() -> None:
             raise
         click.echo(f"Error: {type(err).__name__}: {err} (run with --debug for details)", err=True)
         sys.exit(1)
-    if cli.finished in ENDS_AT_ONCE:
-        _end_now()
+    if cli.finished in ENDS_AT_ONCE and sys.gettrace() is None and sys.getprofile() is None:
+        _end_now()  # (a profiler or coverage tool, watching, writes its results at exit)
 
 
 def _end_now() -> NoReturn:
