@@ -28,8 +28,9 @@ open files). Run from the console, they run without the cyclic garbage collector
 numpy, pydantic and HiGHS allocates much and frees little: its passes there took 20-60 ms;
 a 100,000-bundle plan peaks at the same memory without it), and their process ends as soon
 as they succeed, its output flushed, without the interpreter's teardown (freeing that state
-and the plan's objects: 50-100 ms). On a 2-core machine, what ``autoscale plan`` adds to its
-planning went from 0.32-0.46 s to 0.24-0.31 s."""
+and the plan's objects: 50-100 ms), unless a profiler or coverage tool watches it. On a
+2-core machine, what ``autoscale plan`` adds to its planning went from 0.32-0.46 s to
+0.24-0.31 s."""
 
 
 class RootGroup(LazyGroup):
