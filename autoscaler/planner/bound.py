@@ -333,7 +333,6 @@ class BoundModel:
     def _unit_bound(self, plan_units: int | None, notes: list[str]) -> int:
         """Fewest new units of a plan placing as much and costing at most the cap; with whole
         units too where the LP's bound is far below ``plan_units``."""
-
         h, slack_cols, n = self.h, self.slack_cols, len(self.cost)
         self.counted = True
         # The unit bound is for plans placing as much: hold the unplaced copies where they are.
@@ -566,29 +565,26 @@ class DualBound:
             self.unit_values = self.price(partial(_at_most, self.value, kinds, budget, floor))
             if self.unit_values is None:
                 return None
-        held = [(kinds[index], value) for index, value in self.unit_values]
-        scales = {1.0} | {k.cost / v for k, v in held if v > k.cost > 0}
-        best = None
-        for scale in sorted(scales):
-            total = scale * self.value
-            for kind, value in held:
-                excess = scale * value - kind.cost
-                if excess > 1e-12:
-                    units = _unit_cap(kind, budget)
-                    total = -math.inf if units is None else total - units * excess
-            if total > -math.inf and (best is None or total > best):
-                best = total
-        return best
+        best = _scaled_bound(self.value, kinds, self.unit_values, budget)
+        return None if best == -math.inf else best
 
 
 def _at_most(
     value: float, kinds: Sequence[Kind], budget: float, floor: float, unit_values: UnitValues
 ) -> bool:
-    """Whether :meth:`DualBound.cost_bound` over ``unit_values`` (or any larger ones) is at
-    most ``floor`` (a little below, against rounding): the same figure, over arrays."""
-    positions = np.array([index for index, _ in unit_values], np.int64)
+    """Whether the bound over ``unit_values`` (or any larger ones) is at most ``floor`` (a
+    little below, against rounding)."""
+    return _scaled_bound(value, kinds, unit_values, budget) <= floor - 1e-9 * abs(floor)
+
+
+def _scaled_bound(
+    value: float, kinds: Sequence[Kind], unit_values: UnitValues, budget: float
+) -> float:
+    """:meth:`DualBound.cost_bound`'s figure (-inf where none is finite): over the scales
+    where some kind's excess vanishes (and 1), the values' sum scaled, less each kind's
+    excess at that scale times its unit cap."""
+    held = [kinds[index] for index, _ in unit_values]
     units = np.array([unit for _, unit in unit_values])
-    held = [kinds[index] for index in positions.tolist()]
     costs = np.array([kind.cost for kind in held])
     caps = np.array(
         [math.inf if (cap := _unit_cap(kind, budget)) is None else cap for kind in held]
@@ -598,8 +594,7 @@ def _at_most(
     excess = scales[:, None] * units[None, :] - costs[None, :]
     with np.errstate(invalid="ignore"):
         lost = np.where(excess > 1e-12, excess * caps[None, :], 0.0).sum(axis=1)
-    best = float(np.max(scales * value - lost))
-    return best <= floor - 1e-9 * abs(floor)
+    return float(np.max(scales * value - lost))
 
 
 def _unit_cap(kind: Kind, budget: float) -> float | None:
