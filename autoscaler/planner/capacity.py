@@ -50,8 +50,9 @@ class Bin:
     free: Vector
     devices: dict[str, list[int]]
     new: bool
-    spread_slots: dict[int, int] = field(default_factory=dict)
-    """STRICT_SPREAD group -> the slot of that group this bin hosts (one slot per group)."""
+    spread_counts: dict[int, int] = field(default_factory=dict)
+    """STRICT_SPREAD gang -> its bundles this bin hosts, of any slot (each from a different
+    copy of the gang: at most as many as it has copies)."""
 
     def copy(self, unit: int) -> Bin:
         return Bin(
@@ -60,7 +61,7 @@ class Bin:
             dict(self.free),
             {r: list(shares) for r, shares in self.devices.items()},
             self.new,
-            dict(self.spread_slots),
+            dict(self.spread_counts),
         )
 
     # Fitting ----------------------------------------------------------------------------

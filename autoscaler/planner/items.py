@@ -2,7 +2,10 @@
 
 An item is ``count`` copies of something that must land on one host: a bundle, or a whole
 STRICT_PACK group (several parts together). A STRICT_SPREAD group of ``k`` bundles becomes
-``k`` items (slots) that must land on distinct hosts, all or nothing. PACK and SPREAD are
+``k`` items (slots), one copy per copy of the group (a *gang*), all or nothing: a host holds
+at most as many of a gang's bundles, of any slots, as the gang has copies, which is all a
+plan needs (by König's theorem its bundles can then be handed to the copies so that no
+host holds two of one copy: :mod:`~autoscaler.planner.witness` does). PACK and SPREAD are
 Ray's preferences, not constraints: their bundles are planned as independent bundles (a
 group splits where that is cheaper, or where no host holds it whole).
 
@@ -138,9 +141,8 @@ def build_items(demand: Demand) -> list[Item]:
     for group_index, group in enumerate(demand.placement_groups):
         shapes = tuple(shape(b) for b in group.bundles)
         if group.strategy == STRICT_SPREAD:
-            # Identical gangs of one shape are one gang (a host then holds one slot of it,
-            # which costs nothing when the slots are alike); mixed gangs stay apart, so a
-            # host may hold a different bundle of each.
+            # Identical gangs of one shape are one gang whatever record they come from; a
+            # record of mixed gangs is one gang of as many copies.
             gang = gangs.setdefault(shapes, group_index) if len(set(shapes)) == 1 else group_index
             for slot, bundle in enumerate(group.bundles):
                 source = ("placement_groups", group_index, slot)

@@ -146,15 +146,10 @@ def unit_model(hosts, chosen, values, caps, needs_anchor, fit, column, rows, upp
         for item in on_host:
             if item.spread_group is not None:
                 spread.setdefault(item.spread_group, []).append(item)
-        for members in spread.values():
-            slots = sorted({item.slot for item in members})
-            if len(slots) < 2:
-                continue
-            used = {slot: column(0.0, 1.0) for slot in slots}
-            rows.append((list(used.values()), [1.0] * len(used), -inf, 1.0))
-            for item in members:
-                y = y_of[(position, item.index)]
-                rows.append(([y, used[item.slot]], [1.0, -upper[y]], -inf, 0.0))
+        for members in spread.values():  # each copy of a gang at most once on a host
+            if len(members) > 1:
+                cols = [y_of[(position, item.index)] for item in members]
+                rows.append((cols, [1.0] * len(cols), -inf, float(members[0].count)))
     if not y_of:
         return None
     if needs_anchor:

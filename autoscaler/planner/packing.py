@@ -60,9 +60,9 @@ def fit(host: Bin, item: Item, limit: int, room_checked: bool = False) -> int:
     host's scalar room holds ``limit`` copies already)."""
     if limit <= 0:
         return 0
-    if item.spread_group is not None:
-        taken = host.spread_slots.get(item.spread_group)
-        if taken is not None and taken != item.slot:
+    if item.spread_group is not None:  # a host holds each copy of a gang at most once
+        limit = min(limit, item.count - host.spread_counts.get(item.spread_group, 0))
+        if limit <= 0:
             return 0
     if len(item.parts) == 1:
         if room_checked:
@@ -96,7 +96,8 @@ def put(host: Bin, item: Item, copies: int) -> None:
             for part in item.parts:
                 host.place(part, 1)
     if item.spread_group is not None:
-        host.spread_slots[item.spread_group] = item.slot
+        gang = item.spread_group
+        host.spread_counts[gang] = host.spread_counts.get(gang, 0) + copies
 
 
 def replay(kind: Kind, pattern: Pattern, items: Mapping[int, Item]) -> list[Bin] | None:

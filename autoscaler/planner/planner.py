@@ -419,17 +419,42 @@ class _Realisation:
         return targets
 
     def _trim(self, demand: Mapping[int, int]) -> None:
-        targets = self._targets(demand)
-        placed = self.placed()
-        holders: dict[int, list[int]] = defaultdict(list)  # item -> groups holding it
-        for position, group in enumerate(self.groups):
-            for index in group.copies():
-                holders[index].append(position)
-        for index in sorted(placed):
-            excess = placed[index] - targets.get(index, 0)
-            if excess > 0:
-                self._trim_item(index, excess, holders)
-        self.groups = [g for g in self.groups if g.units > 0 and any(g.hosts)]
+        """Copies beyond the demand and beyond whole gangs taken off (then, where a gang
+        is placed for fewer copies than it has, off hosts holding more of its bundles than
+        that, and trimmed again: no hand-out of its copies exists otherwise)."""
+        while True:
+            targets = self._targets(demand)
+            placed = self.placed()
+            holders: dict[int, list[int]] = defaultdict(list)  # item -> groups holding it
+            for position, group in enumerate(self.groups):
+                for index in group.copies():
+                    holders[index].append(position)
+            for index in sorted(placed):
+                excess = placed[index] - targets.get(index, 0)
+                if excess > 0:
+                    self._trim_item(index, excess, holders)
+            self.groups = [g for g in self.groups if g.units > 0 and any(g.hosts)]
+            if not self._strip_crowded_gangs(targets):
+                return
+
+    def _strip_crowded_gangs(self, targets: Mapping[int, int]) -> bool:
+        """Take a gang's bundles off every host holding more of them than the gang's
+        copies placed (``targets``), which happens only where fewer are placed than it
+        has (a host holds at most as many as it has); returns whether any were taken."""
+        whole: dict[int, int] = {}
+        for index, target in targets.items():
+            gang = self.items[index].spread_group
+            if gang is not None:
+                whole[gang] = min(whole.get(gang, target), target)
+        groups, stripped = [], False
+        for group in self.groups:
+            hosts = [_within_gangs(host, self.items, whole) for host in group.hosts]
+            if hosts != group.hosts:
+                group, stripped = _Group(group.kind, hosts, group.units), True
+            if any(hosts):
+                groups.append(group)
+        self.groups = groups
+        return stripped
 
     def _trim_item(self, index: int, excess: int, holders: dict[int, list[int]]) -> None:
         """Take ``excess`` copies off units: first where that empties a launched unit, then
@@ -521,6 +546,21 @@ class _Realisation:
         result = self._generate(short, kinds, room)
         self.notes.extend(result.notes)
         self._add(result.kinds, result.chosen)
+
+
+def _within_gangs(
+    host: list[tuple[int, int]], items: Mapping[int, Item], whole: Mapping[int, int]
+) -> list[tuple[int, int]]:
+    """``host`` without the bundles of any gang it holds more of than ``whole`` copies."""
+    on_host: dict[int, int] = defaultdict(int)
+    for index, n in host:
+        gang = items[index].spread_group
+        if gang is not None:
+            on_host[gang] += n
+    crowded = {gang for gang, n in on_host.items() if n > whole[gang]}
+    if not crowded:
+        return host
+    return [(i, n) for i, n in host if items[i].spread_group not in crowded]
 
 
 def _without(hosts: list[list[tuple[int, int]]], index: int, copies: int) -> list:

@@ -10,8 +10,10 @@ existing node, so a witness that claims too much fails whatever the planner beli
   every existing node is used at most once;
 - every host within its resources, every device within its share (a fraction of a device on
   one device, a whole request on fully free devices);
-- STRICT_SPREAD: no host holds two bundles of one group; STRICT_PACK: a host holds whole
-  groups (as many copies of each of the group's bundles); each group placed whole or not.
+- STRICT_SPREAD: every placement names the copies of its group record it belongs to
+  (``instances``), no host holds two bundles of one copy, and every copy is placed whole or
+  not at all; STRICT_PACK: a host holds whole groups (as many copies of each of the group's
+  bundles); each group placed whole or not.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ class _Checker:
         self.placed: dict[Key, int] = {}
         self.unplaced: dict[Key, int] = {}
         self.needs: dict[Key, dict[str, int]] = {}
+        self.gang_bundles: dict[tuple[int, int], set[int]] = {}
+        """(STRICT_SPREAD record, copy) -> its bundles placed."""
 
     def key(self, source: Mapping[str, Any]) -> Key | None:
         """The demand bundle a source names (None, with a problem, when it names none)."""
@@ -114,7 +118,7 @@ class _Checker:
         free = share_vector(capacity)
         used: dict[str, int] = {}
         device_used: dict[str, list[int]] = {name: [0] * len(s) for name, s in devices.items()}
-        spread: dict[int, int] = {}
+        copies_here: set[tuple[int, int]] = set()  # STRICT_SPREAD (record, copy) on this host
         packed: dict[int, dict[int, int]] = {}
         for placement in holds:
             key = self.key(placement.get("source", {}))
@@ -131,8 +135,8 @@ class _Checker:
             group, bundle, _ = key
             if group >= 0:
                 strategy = self.request.demand.placement_groups[group].strategy
-                if strategy == STRICT_SPREAD and spread.setdefault(group, bundle) != bundle:
-                    self.problems.append(f"{label}: two bundles of STRICT_SPREAD group {group}")
+                if strategy == STRICT_SPREAD:
+                    self._gang_copies(label, key, placement, copies, units, copies_here)
                 if strategy == STRICT_PACK:
                     counts = packed.setdefault(group, {})
                     counts[bundle] = counts.get(bundle, 0) + copies
@@ -150,6 +154,30 @@ class _Checker:
             size = len(self.request.demand.placement_groups[group].bundles)
             if len(counts) != size or len(set(counts.values())) != 1:
                 self.problems.append(f"{label}: STRICT_PACK group {group} split across nodes")
+
+    def _gang_copies(self, label, key, placement, copies, units, copies_here) -> None:
+        """A STRICT_SPREAD placement's copies: named, each once on this host, each bundle
+        of a copy placed once (a record of several units repeats its copies)."""
+        group, bundle, _ = key
+        instances = placement.get("instances")
+        count = self.request.demand.placement_groups[group].count
+        if (
+            not isinstance(instances, list)
+            or len(instances) != copies
+            or not all(isinstance(i, int) and 0 <= i < count for i in instances)
+        ):
+            self.problems.append(f"{label}: {_name(key)} placed without naming its copies")
+            return
+        for instance in instances:
+            if (group, instance) in copies_here:
+                self.problems.append(
+                    f"{label}: two bundles of copy {instance} of STRICT_SPREAD group {group}"
+                )
+            copies_here.add((group, instance))
+            placed = self.gang_bundles.setdefault((group, instance), set())
+            if bundle in placed or units > 1:
+                self.problems.append(f"{label}: copy {instance} of {_name(key)} placed twice")
+            placed.add(bundle)
 
     def _devices(self, label, key, needs, copies, granted, device_used) -> None:
         for name, share in needs.items():
@@ -191,6 +219,9 @@ class _Checker:
                 placed = {self.placed.get((g, j, 0), 0) for j in range(len(group.bundles))}
                 if len(placed) > 1:
                     self.problems.append(f"placement_groups[{g}]: not placed whole")
+        for (g, instance), bundles in sorted(self.gang_bundles.items()):
+            if len(bundles) != len(demand.placement_groups[g].bundles):
+                self.problems.append(f"placement_groups[{g}] copy {instance}: not placed whole")
         self._feasible_left_out(launched)
 
     def _feasible_left_out(self, launched: Mapping[str, int]) -> None:

@@ -13,7 +13,15 @@ checks in linear time against the request alone:
 
 A placement is ``{"source": {"bundle": i} | {"placement_group": g, "bundle": j}, "count": n,
 "resources": {...}, "devices": {"GPU": [[device, quantity], ...]}}`` for one host of one
-unit: ``quantity`` is what the ``count`` copies take on that device.
+unit: ``quantity`` is what the ``count`` copies take on that device. A STRICT_SPREAD bundle's
+placement also names the copies of its group it belongs to (``"instances": [...]``, ``n`` of
+them, each below the record's ``count``), so a checker sees that no host holds two bundles
+of one copy. A host may hold bundles of several of a group's positions, from different
+copies: the planner only keeps each host within the group's copies, and the copies are
+handed out here as the colours of a bipartite edge colouring (hosts against positions, one
+edge per bundle), which exists by König's theorem (every position has as many bundles as
+copies placed, every host at most that many), so each copy has every position once and no
+host twice. A unit holding such bundles is its own record (``count`` 1).
 """
 
 from __future__ import annotations
@@ -68,21 +76,30 @@ def build(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[str, Any]:
     """The witness of realised ``groups`` (kind, per-host contents, units); ``items``: every
     item of the demand, placed or not."""
     cursors = {index: _Cursor(item.sources) for index, item in items.items()}
+    gang_copies = _gang_copies(groups, items)
+    for index, placed in _placed_gang_bundles(groups, items).items():
+        cursors[index].take(placed, 1)  # copies 0 .. placed - 1 of each slot, in demand order
     members: dict[int, Iterator[int]] = {}
     nodes: list[dict[str, Any]] = []
     on_existing: list[dict[str, Any]] = []
-    for group in groups:
+    for position, group in enumerate(groups):
         granted = _granted(group.kind.hosts, group.hosts, items)
         per_unit: dict[int, int] = {}
         for host in group.hosts:
             for index, copies in host:
                 per_unit[index] = per_unit.get(index, 0) + copies
-        left = group.units
+        holds_gangs = any(items[index].spread_group is not None for index in per_unit)
+        left, unit = group.units, 0
         while left > 0:
-            run = min([left] + [cursors[i].whole_units(n) for i, n in per_unit.items()])
-            run = max(run, 1)
-            hosts = [_placements(host, cursors, items, run) for host in granted]
+            run = 1
+            if not holds_gangs:
+                run = max(min([left] + [cursors[i].whole_units(n) for i, n in per_unit.items()]), 1)
+            hosts = [
+                _placements(host, cursors, items, run, gang_copies.get((position, unit, h), {}))
+                for h, host in enumerate(granted)
+            ]
             left -= run
+            unit += run
             if group.kind.existing:
                 nodes_of = members.setdefault(id(group.kind), iter(group.kind.members))
                 for _ in range(run):
@@ -98,6 +115,123 @@ def build(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[str, Any]:
         for bundle in _bundles_of(source, items[index])
     ]
     return {"nodes": nodes, "existing": on_existing, "unplaced": unplaced}
+
+
+HostKey = tuple[int, int, int]
+"""(group position, unit within the group, host within the unit)."""
+
+
+def _placed_gang_bundles(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[int, int]:
+    """Copies placed per STRICT_SPREAD slot item."""
+    placed: dict[int, int] = {}
+    for group in groups:
+        for host in group.hosts:
+            for index, copies in host:
+                if items[index].spread_group is not None:
+                    placed[index] = placed.get(index, 0) + copies * group.units
+    return placed
+
+
+def _gang_copies(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[HostKey, dict]:
+    """Per host, per STRICT_SPREAD slot item on it, the copies of its gang its bundles
+    belong to (see the module doc)."""
+    hosts_of: dict[int, list[tuple[HostKey, list[tuple[int, int]]]]] = {}
+    for position, group in enumerate(groups):
+        for unit in range(group.units):
+            for h, content in enumerate(group.hosts):
+                on_host: dict[int, list[tuple[int, int]]] = {}
+                for index, copies in content:
+                    gang = items[index].spread_group
+                    if gang is not None:
+                        on_host.setdefault(gang, []).append((index, copies))
+                for gang, edges in on_host.items():
+                    hosts_of.setdefault(gang, []).append(((position, unit, h), edges))
+    placed = _placed_gang_bundles(groups, items)
+    found: dict[HostKey, dict[int, list[int]]] = {}
+    for hosts in hosts_of.values():
+        slots = {index for _, edges in hosts for index, _ in edges}
+        copies = {placed[index] for index in slots}
+        if len(copies) != 1:
+            raise ValueError(f"a STRICT_SPREAD gang placed unevenly: {sorted(copies)} copies")
+        coloured = colour_edges([edges for _, edges in hosts], copies.pop())
+        for (key, _), on_host in zip(hosts, coloured, strict=True):
+            found.setdefault(key, {}).update(on_host)
+    return found
+
+
+def colour_edges(hosts: Sequence[Sequence[tuple[int, int]]], colours: int) -> list[dict]:
+    """A proper edge colouring of the bipartite multigraph of ``hosts`` (per host, (slot,
+    edges to it)) with ``colours`` colours, where every slot has that many edges and every
+    host at most that many: per host, per slot, the colours of its edges. Hosts with edges to
+    several slots are coloured first, by alternating paths (König's theorem: a colour free
+    at the host and one free at the slot are made the same by swapping the two along the
+    path from the slot); the rest then take their slot's colours left, in order."""
+    at_host: list[dict[int, int]] = [{} for _ in hosts]  # colour -> slot
+    at_slot: dict[int, dict[int, int]] = {}  # slot -> colour -> host
+
+    def assign(host: int, slot: int, colour: int) -> None:
+        if colour >= colours:
+            raise ValueError(f"more than {colours} edges at one vertex: no colouring")
+        at_host[host][colour] = slot
+        at_slot.setdefault(slot, {})[colour] = host
+
+    for host, edges in enumerate(hosts):
+        if len(edges) < 2:
+            continue
+        for slot, count in edges:
+            for _ in range(count):
+                free = _least_free(at_host[host])
+                on_slot = at_slot.setdefault(slot, {})
+                if free in on_slot:
+                    other = _least_free(on_slot)
+                    if other in at_host[host]:
+                        _swap_along_path(at_host, at_slot, slot, free, other)
+                    else:
+                        free = other
+                assign(host, slot, free)
+    left: dict[int, Iterator[int]] = {}
+    for host, edges in enumerate(hosts):
+        if len(edges) != 1:
+            continue
+        slot, count = edges[0]
+        if slot not in left:
+            taken = at_slot.get(slot, {})
+            left[slot] = iter([c for c in range(colours) if c not in taken])
+        for _ in range(count):
+            assign(host, slot, next(left[slot], colours))
+    found: list[dict[int, list[int]]] = []
+    for on_host in at_host:
+        by_slot: dict[int, list[int]] = {}
+        for colour, slot in sorted(on_host.items()):
+            by_slot.setdefault(slot, []).append(colour)
+        found.append(by_slot)
+    return found
+
+
+def _least_free(used: Mapping[int, int]) -> int:
+    colour = 0
+    while colour in used:
+        colour += 1
+    return colour
+
+
+def _swap_along_path(at_host, at_slot, slot: int, first: int, second: int) -> None:
+    """Swap ``first`` and ``second`` on the path from ``slot`` that alternates them (first
+    at slots, second at hosts), so ``first`` is free at ``slot``."""
+    path = []
+    while (host := at_slot[slot].get(first)) is not None:
+        path.append((host, slot, first))
+        slot = at_host[host].get(second)
+        if slot is None:
+            break
+        path.append((host, slot, second))
+    for host, on, colour in path:
+        del at_host[host][colour]
+        del at_slot[on][colour]
+    for host, on, colour in path:
+        swapped = second if colour == first else first
+        at_host[host][swapped] = on
+        at_slot[on][swapped] = host
 
 
 def _granted(bins: Sequence[Bin], hosts, items: Mapping[int, Item]):
@@ -119,11 +253,19 @@ def _granted(bins: Sequence[Bin], hosts, items: Mapping[int, Item]):
     return out
 
 
-def _placements(entries, cursors, items, units: int) -> list[dict[str, Any]]:
+def _placements(entries, cursors, items, units: int, gang_copies) -> list[dict[str, Any]]:
+    """One host's placements for ``units`` units; ``gang_copies``: per STRICT_SPREAD slot
+    item on it, its bundles' copies (the other items' copies come from ``cursors``)."""
     placements: list[dict[str, Any]] = []
     for item, per_copy in entries:
         start = 0
-        for source, n in cursors[item.index].take(len(per_copy), units):
+        if item.index in gang_copies:  # (an item may be listed twice on a host)
+            copies = gang_copies[item.index]
+            gang_copies[item.index] = copies[len(per_copy) :]
+            taken = _copies_by_source(item, copies[: len(per_copy)])
+        else:
+            taken = [(s, n, None) for s, n in cursors[item.index].take(len(per_copy), units)]
+        for source, n, instances in taken:
             chunk = per_copy[start : start + n]
             start += n
             for part, (resources, bundle) in enumerate(
@@ -139,6 +281,8 @@ def _placements(entries, cursors, items, units: int) -> list[dict[str, Any]]:
                     "count": n,
                     "resources": dict(resources),
                 }
+                if instances is not None:
+                    placement["instances"] = instances
                 if devices:
                     placement["devices"] = {
                         name: [[d, q / SHARE_UNITS] for d, q in sorted(on.items())]
@@ -146,6 +290,18 @@ def _placements(entries, cursors, items, units: int) -> list[dict[str, Any]]:
                     }
                 placements.append(placement)
     return placements
+
+
+def _copies_by_source(item: Item, copies: Sequence[int]) -> list[tuple[Source, int, list]]:
+    """A gang's ``copies`` (numbered across the records it merges, in demand order) as
+    (record, how many, their numbers within it)."""
+    found, offset = [], 0
+    for source, count in item.sources:
+        mine = [c - offset for c in copies if offset <= c < offset + count]
+        if mine:
+            found.append((source, len(mine), mine))
+        offset += count
+    return found
 
 
 def _bundles_of(source: Source, item: Item) -> list[Source]:

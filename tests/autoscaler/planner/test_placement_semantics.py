@@ -10,6 +10,7 @@ from autoscaler.planner import (
     PlanRequest,
     plan,
 )
+from autoscaler.planner.verify import verify
 
 GIB = 2**30
 A10G = {"accelerator_type:A10G": 1}
@@ -92,3 +93,17 @@ def test_identical_groups_merge_without_changing_the_plan():
     # gangs of mixed bundles stay apart: a node holds a big bundle of one, a small of another
     mixed = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 6}, {"CPU": 2}))
     assert _plan([mixed, mixed]).launch_counts() == {"m6i.2xlarge": 2}
+
+
+def test_copies_of_a_mixed_gang_share_nodes_position_by_position():
+    # Four copies of a two-bundle gang, three bundles per node: a node may hold bundles of
+    # both positions so long as they come from different copies (8 bundles on 3 nodes;
+    # holding one position per node would take 4).
+    node = NodeType("c7i.xlarge", {"CPU": 3, "memory": 12 * GIB}, 0.2)
+    gang = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 1, "memory": GIB}, {"CPU": 1}), 4)
+    request = PlanRequest((node,), Demand((), (gang,)))
+    result = plan(request, witness=True)
+    assert result.launch_counts() == {"c7i.xlarge": 3}
+    assert verify(request, result.witness, result.launch_counts()) == []
+    hosts = [host for record in result.witness["nodes"] for host in record["hosts"]]
+    assert any(len({p["source"]["bundle"] for p in host}) == 2 for host in hosts)
