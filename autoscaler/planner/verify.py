@@ -118,7 +118,7 @@ class _Checker:
         free = share_vector(capacity)
         used: dict[str, int] = {}
         device_used: dict[str, list[int]] = {name: [0] * len(s) for name, s in devices.items()}
-        copies_here: set[tuple[int, int]] = set()  # STRICT_SPREAD (record, copy) on this host
+        copies_here: set[tuple[int, int, int]] = set()  # STRICT_SPREAD (unit, record, copy)
         packed: dict[int, dict[int, int]] = {}
         for placement in holds:
             key = self.key(placement.get("source", {}))
@@ -156,28 +156,34 @@ class _Checker:
                 self.problems.append(f"{label}: STRICT_PACK group {group} split across nodes")
 
     def _gang_copies(self, label, key, placement, copies, units, copies_here) -> None:
-        """A STRICT_SPREAD placement's copies: named, each once on this host, each bundle
-        of a copy placed once (a record of several units repeats its copies)."""
+        """A STRICT_SPREAD placement's copies, unit by unit: named, each once on its host,
+        each bundle of a copy placed once."""
         group, bundle, _ = key
-        instances = placement.get("instances")
+        per_unit = placement.get("instances")
         count = self.request.demand.placement_groups[group].count
         if (
-            not isinstance(instances, list)
-            or len(instances) != copies
-            or not all(isinstance(i, int) and 0 <= i < count for i in instances)
+            not isinstance(per_unit, list)
+            or len(per_unit) != units
+            or not all(
+                isinstance(instances, list)
+                and len(instances) == copies
+                and all(isinstance(i, int) and 0 <= i < count for i in instances)
+                for instances in per_unit
+            )
         ):
             self.problems.append(f"{label}: {_name(key)} placed without naming its copies")
             return
-        for instance in instances:
-            if (group, instance) in copies_here:
-                self.problems.append(
-                    f"{label}: two bundles of copy {instance} of STRICT_SPREAD group {group}"
-                )
-            copies_here.add((group, instance))
-            placed = self.gang_bundles.setdefault((group, instance), set())
-            if bundle in placed or units > 1:
-                self.problems.append(f"{label}: copy {instance} of {_name(key)} placed twice")
-            placed.add(bundle)
+        for unit, instances in enumerate(per_unit):
+            for instance in instances:
+                if (unit, group, instance) in copies_here:
+                    self.problems.append(
+                        f"{label}: two bundles of copy {instance} of STRICT_SPREAD group {group}"
+                    )
+                copies_here.add((unit, group, instance))
+                placed = self.gang_bundles.setdefault((group, instance), set())
+                if bundle in placed:
+                    self.problems.append(f"{label}: copy {instance} of {_name(key)} placed twice")
+                placed.add(bundle)
 
     def _devices(self, label, key, needs, copies, granted, device_used) -> None:
         for name, share in needs.items():

@@ -14,19 +14,20 @@ checks in linear time against the request alone:
 A placement is ``{"source": {"bundle": i} | {"placement_group": g, "bundle": j}, "count": n,
 "resources": {...}, "devices": {"GPU": [[device, quantity], ...]}}`` for one host of one
 unit: ``quantity`` is what the ``count`` copies take on that device. A STRICT_SPREAD bundle's
-placement also names the copies of its group it belongs to (``"instances": [...]``, ``n`` of
-them, each below the record's ``count``), so a checker sees that no host holds two bundles
-of one copy. A host may hold bundles of several of a group's positions, from different
-copies: the planner only keeps each host within the group's copies, and the copies are
-handed out here as the colours of a bipartite edge colouring (hosts against positions, one
-edge per bundle), which exists by König's theorem (every position has as many bundles as
-copies placed, every host at most that many), so each copy has every position once and no
-host twice. A unit holding such bundles is its own record (``count`` 1).
+placement also names, unit by unit, which copies of its placement-group record the bundles
+belong to (``"instances"``: per unit of the node record, ``n`` numbers below the group
+record's ``count``), so a checker sees that no host holds two bundles of one copy. A host
+may hold bundles of several of a group's positions, from different copies: the planner only
+keeps each host within the group's copies, and the copies are handed out here as the colours
+of a bipartite edge colouring (hosts against positions, one edge per bundle), which exists
+by König's theorem (every position has as many bundles as copies placed, every host at most
+that many), so each copy has every position once and no host twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 from accel.allocation import SHARE_UNITS
@@ -76,26 +77,33 @@ def build(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[str, Any]:
     """The witness of realised ``groups`` (kind, per-host contents, units); ``items``: every
     item of the demand, placed or not."""
     cursors = {index: _Cursor(item.sources) for index, item in items.items()}
-    gang_copies = _gang_copies(groups, items)
-    for index, placed in _placed_gang_bundles(groups, items).items():
-        cursors[index].take(placed, 1)  # copies 0 .. placed - 1 of each slot, in demand order
+    placed = _placed_gang_bundles(groups, items)
+    gang_copies = _gang_copies(groups, items, placed)
+    for index, copies in placed.items():
+        cursors[index].take(copies, 1)  # copies 0 .. copies - 1 of each slot, in demand order
     members: dict[int, Iterator[int]] = {}
     nodes: list[dict[str, Any]] = []
     on_existing: list[dict[str, Any]] = []
     for position, group in enumerate(groups):
         granted = _granted(group.kind.hosts, group.hosts, items)
-        per_unit: dict[int, int] = {}
+        per_unit: dict[int, int] = {}  # copies per unit of the items handed out by cursor
         for host in group.hosts:
             for index, copies in host:
-                per_unit[index] = per_unit.get(index, 0) + copies
-        holds_gangs = any(items[index].spread_group is not None for index in per_unit)
+                if index not in placed:
+                    per_unit[index] = per_unit.get(index, 0) + copies
+        gangs: list[GangCopies] = [{}] * group.units
+        if any(index in placed for host in group.hosts for index, _ in host):
+            gangs = [
+                _unit_gang_copies(granted, gang_copies, position, u) for u in range(group.units)
+            ]
         left, unit = group.units, 0
         while left > 0:
-            run = 1
-            if not holds_gangs:
-                run = max(min([left] + [cursors[i].whole_units(n) for i, n in per_unit.items()]), 1)
+            run = max(min([left] + [cursors[i].whole_units(n) for i, n in per_unit.items()]), 1)
+            if group.kind.existing and gangs[unit]:
+                run = 1  # (one entry per existing node)
+            run = _same_sources(gangs, unit, run)
             hosts = [
-                _placements(host, cursors, items, run, gang_copies.get((position, unit, h), {}))
+                _placements(host, cursors, items, run, _merged(gangs[unit : unit + run], h))
                 for h, host in enumerate(granted)
             ]
             left -= run
@@ -117,6 +125,55 @@ def build(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[str, Any]:
     return {"nodes": nodes, "existing": on_existing, "unplaced": unplaced}
 
 
+GangCopies = dict[tuple[int, int], list[tuple[Source, list[int]]]]
+"""One unit's STRICT_SPREAD bundles: per (host, entry on it), per record, their copies."""
+
+
+def _unit_gang_copies(granted, gang_copies, position: int, unit: int) -> GangCopies:
+    """The copies unit ``unit`` of group ``position`` holds, entry by entry (an item may be
+    listed twice on a host: its copies go to its entries in order)."""
+    found: GangCopies = {}
+    for h, entries in enumerate(granted):
+        on_host = gang_copies.get((position, unit, h))
+        if not on_host:
+            continue
+        given: dict[int, int] = {}
+        for e, (item, per_copy) in enumerate(entries):
+            if item.index in on_host:
+                start = given.get(item.index, 0)
+                given[item.index] = start + len(per_copy)
+                mine = on_host[item.index][start : start + len(per_copy)]
+                found[(h, e)] = _copies_by_source(item, mine)
+    return found
+
+
+def _same_sources(gangs: Sequence[GangCopies], unit: int, run: int) -> int:
+    """How many of the ``run`` units from ``unit`` take their STRICT_SPREAD bundles from the
+    same records, as many from each, as ``unit`` does (they share one record)."""
+
+    def shape(copies: GangCopies) -> dict:
+        return {key: [(s, len(c)) for s, c in chunks] for key, chunks in copies.items()}
+
+    first = shape(gangs[unit])
+    same = 1
+    while same < run and shape(gangs[unit + same]) == first:
+        same += 1
+    return same
+
+
+def _merged(gangs: Sequence[GangCopies], host: int) -> dict[int, list]:
+    """Per entry of ``host``, per record, (record, copies per unit, the copies unit by unit)
+    over units that take them alike (:func:`_same_sources`)."""
+    found: dict[int, list] = {}
+    for (h, entry), chunks in gangs[0].items():
+        if h == host:
+            found[entry] = [
+                (source, len(copies), [g[(h, entry)][k][1] for g in gangs])
+                for k, (source, copies) in enumerate(chunks)
+            ]
+    return found
+
+
 HostKey = tuple[int, int, int]
 """(group position, unit within the group, host within the unit)."""
 
@@ -132,86 +189,95 @@ def _placed_gang_bundles(groups: Sequence[Any], items: Mapping[int, Item]) -> di
     return placed
 
 
-def _gang_copies(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[HostKey, dict]:
+def _gang_copies(
+    groups: Sequence[Any], items: Mapping[int, Item], placed: Mapping[int, int]
+) -> dict[HostKey, dict]:
     """Per host, per STRICT_SPREAD slot item on it, the copies of its gang its bundles
-    belong to (see the module doc)."""
-    hosts_of: dict[int, list[tuple[HostKey, list[tuple[int, int]]]]] = {}
+    belong to (see the module doc); ``placed``: copies placed per slot item."""
+    hosts_of: dict[int, list[tuple[tuple[int, int], list[tuple[int, int]], int]]] = {}
     for position, group in enumerate(groups):
-        for unit in range(group.units):
-            for h, content in enumerate(group.hosts):
-                on_host: dict[int, list[tuple[int, int]]] = {}
-                for index, copies in content:
-                    gang = items[index].spread_group
-                    if gang is not None:
-                        on_host.setdefault(gang, []).append((index, copies))
-                for gang, edges in on_host.items():
-                    hosts_of.setdefault(gang, []).append(((position, unit, h), edges))
-    placed = _placed_gang_bundles(groups, items)
+        for h, content in enumerate(group.hosts):
+            on_host: dict[int, list[tuple[int, int]]] = {}
+            for index, copies in content:
+                gang = items[index].spread_group
+                if gang is not None:
+                    on_host.setdefault(gang, []).append((index, copies))
+            for gang, edges in on_host.items():
+                hosts_of.setdefault(gang, []).append(((position, h), edges, group.units))
     found: dict[HostKey, dict[int, list[int]]] = {}
     for hosts in hosts_of.values():
-        slots = {index for _, edges in hosts for index, _ in edges}
+        slots = {index for _, edges, _ in hosts for index, _ in edges}
         copies = {placed[index] for index in slots}
         if len(copies) != 1:
             raise ValueError(f"a STRICT_SPREAD gang placed unevenly: {sorted(copies)} copies")
-        coloured = colour_edges([edges for _, edges in hosts], copies.pop())
-        for (key, _), on_host in zip(hosts, coloured, strict=True):
-            found.setdefault(key, {}).update(on_host)
+        coloured = colour_edges([(edges, units) for _, edges, units in hosts], copies.pop())
+        for ((position, h), _, _), per_unit in zip(hosts, coloured, strict=True):
+            for unit, on_host in enumerate(per_unit):
+                found.setdefault((position, unit, h), {}).update(on_host)
     return found
 
 
-def colour_edges(hosts: Sequence[Sequence[tuple[int, int]]], colours: int) -> list[dict]:
-    """A proper edge colouring of the bipartite multigraph of ``hosts`` (per host, (slot,
-    edges to it)) with ``colours`` colours, where every slot has that many edges and every
-    host at most that many: per host, per slot, the colours of its edges. Hosts with edges to
-    several slots are coloured first, by alternating paths (König's theorem: a colour free
-    at the host and one free at the slot are made the same by swapping the two along the
-    path from the slot); the rest then take their slot's colours left, in order."""
-    at_host: list[dict[int, int]] = [{} for _ in hosts]  # colour -> slot
-    at_slot: dict[int, dict[int, int]] = {}  # slot -> colour -> host
-
-    def assign(host: int, slot: int, colour: int) -> None:
-        if colour >= colours:
-            raise ValueError(f"more than {colours} edges at one vertex: no colouring")
-        at_host[host][colour] = slot
-        at_slot.setdefault(slot, {})[colour] = host
-
-    for host, edges in enumerate(hosts):
+def colour_edges(
+    hosts: Sequence[tuple[Sequence[tuple[int, int]], int]], colours: int
+) -> list[list[dict[int, list[int]]]]:
+    """A proper edge colouring with ``colours`` colours of the bipartite multigraph of
+    ``hosts`` ((per slot, its edges to the host), how many such hosts), where every slot has
+    that many edges and every host at most that many: per entry, per host, per slot, the
+    colours of its edges. Hosts with edges to several slots are coloured first, one by one,
+    by alternating paths (König's theorem: a colour free at the host and one free at the
+    slot are made the same by swapping the two along the path from the slot); hosts of one
+    slot then take that slot's colours left, in order."""
+    at_host: list[dict[int, int]] = []  # per host with several slots: colour -> slot
+    at_slot: dict[int, dict[int, int]] = {}  # slot -> colour -> host (with several slots)
+    found: list[list[dict[int, list[int]]]] = [[] for _ in hosts]
+    for entry, (edges, units) in enumerate(hosts):
         if len(edges) < 2:
             continue
-        for slot, count in edges:
-            for _ in range(count):
-                free = _least_free(at_host[host])
-                on_slot = at_slot.setdefault(slot, {})
-                if free in on_slot:
-                    other = _least_free(on_slot)
-                    if other in at_host[host]:
-                        _swap_along_path(at_host, at_slot, slot, free, other)
-                    else:
-                        free = other
-                assign(host, slot, free)
+        for _ in range(units):
+            host, used = len(at_host), {}
+            at_host.append(used)
+            for slot, count in edges:
+                for _ in range(count):
+                    free = _least_free(used, colours)
+                    on_slot = at_slot.setdefault(slot, {})
+                    if free in on_slot:
+                        other = _least_free(on_slot, colours)
+                        if other in used:
+                            _swap_along_path(at_host, at_slot, slot, free, other)
+                        else:
+                            free = other
+                    used[free] = slot
+                    on_slot[free] = host
+            found[entry].append(used)  # (turned into colours per slot below)
+    for per_unit in found:
+        for unit, used in enumerate(per_unit):
+            by_slot: dict[int, list[int]] = {}
+            for colour, slot in sorted(used.items()):
+                by_slot.setdefault(slot, []).append(colour)
+            per_unit[unit] = by_slot
     left: dict[int, Iterator[int]] = {}
-    for host, edges in enumerate(hosts):
-        if len(edges) != 1:
+    for entry, (edges, units) in enumerate(hosts):
+        if len(edges) > 1:
             continue
-        slot, count = edges[0]
-        if slot not in left:
-            taken = at_slot.get(slot, {})
-            left[slot] = iter([c for c in range(colours) if c not in taken])
-        for _ in range(count):
-            assign(host, slot, next(left[slot], colours))
-    found: list[dict[int, list[int]]] = []
-    for on_host in at_host:
-        by_slot: dict[int, list[int]] = {}
-        for colour, slot in sorted(on_host.items()):
-            by_slot.setdefault(slot, []).append(colour)
-        found.append(by_slot)
+        for _ in range(units):
+            on_host = {}
+            for slot, count in edges:
+                if slot not in left:
+                    taken = at_slot.get(slot, {})
+                    left[slot] = iter([c for c in range(colours) if c not in taken])
+                on_host[slot] = list(islice(left[slot], count))
+                if len(on_host[slot]) < count:
+                    raise ValueError(f"more than {colours} edges at slot {slot}: no colouring")
+            found[entry].append(on_host)
     return found
 
 
-def _least_free(used: Mapping[int, int]) -> int:
+def _least_free(used: Mapping[int, int], colours: int) -> int:
     colour = 0
     while colour in used:
         colour += 1
+    if colour >= colours:
+        raise ValueError(f"more than {colours} edges at one vertex: no colouring")
     return colour
 
 
@@ -253,16 +319,15 @@ def _granted(bins: Sequence[Bin], hosts, items: Mapping[int, Item]):
     return out
 
 
-def _placements(entries, cursors, items, units: int, gang_copies) -> list[dict[str, Any]]:
-    """One host's placements for ``units`` units; ``gang_copies``: per STRICT_SPREAD slot
-    item on it, its bundles' copies (the other items' copies come from ``cursors``)."""
+def _placements(entries, cursors, items, units: int, gangs) -> list[dict[str, Any]]:
+    """One host's placements for ``units`` units; ``gangs``: per entry holding STRICT_SPREAD
+    bundles, per record, their copies unit by unit (the other entries' copies come from
+    ``cursors``)."""
     placements: list[dict[str, Any]] = []
-    for item, per_copy in entries:
+    for e, (item, per_copy) in enumerate(entries):
         start = 0
-        if item.index in gang_copies:  # (an item may be listed twice on a host)
-            copies = gang_copies[item.index]
-            gang_copies[item.index] = copies[len(per_copy) :]
-            taken = _copies_by_source(item, copies[: len(per_copy)])
+        if e in gangs:
+            taken = gangs[e]
         else:
             taken = [(s, n, None) for s, n in cursors[item.index].take(len(per_copy), units)]
         for source, n, instances in taken:
@@ -292,14 +357,14 @@ def _placements(entries, cursors, items, units: int, gang_copies) -> list[dict[s
     return placements
 
 
-def _copies_by_source(item: Item, copies: Sequence[int]) -> list[tuple[Source, int, list]]:
+def _copies_by_source(item: Item, copies: Sequence[int]) -> list[tuple[Source, list[int]]]:
     """A gang's ``copies`` (numbered across the records it merges, in demand order) as
-    (record, how many, their numbers within it)."""
+    (record, their numbers within it)."""
     found, offset = [], 0
     for source, count in item.sources:
         mine = [c - offset for c in copies if offset <= c < offset + count]
         if mine:
-            found.append((source, len(mine), mine))
+            found.append((source, mine))
         offset += count
     return found
 

@@ -213,7 +213,7 @@ def test_checker_rejects_a_split_strict_pack_group():
 def test_checker_rejects_a_strict_spread_gang_sharing_a_node():
     gang = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 1},) * 2)
     request = _request([CPU8], groups=[gang])
-    witness = _gang_witness([(0, [0]), (1, [0])])
+    witness = _gang_witness([(0, [[0]]), (1, [[0]])])
     problems = verify(request, witness, {"m6i.2xlarge": 1})
     assert problems == [
         "nodes[0] (m6i.2xlarge) host 0: two bundles of copy 0 of STRICT_SPREAD group 0"
@@ -222,7 +222,7 @@ def test_checker_rejects_a_strict_spread_gang_sharing_a_node():
 
 def _gang_witness(*hosts, count=1):
     """A witness of m6i.2xlarge records (``count`` units each) holding STRICT_SPREAD group 0's
-    bundles, per host (bundle, instances)."""
+    bundles, per host (bundle, per unit the copies)."""
     return {
         "nodes": [
             {
@@ -232,10 +232,10 @@ def _gang_witness(*hosts, count=1):
                     [
                         {
                             "source": {"placement_group": 0, "bundle": bundle},
-                            "count": len(instances),
-                            "instances": instances,
+                            "count": len(per_unit[0]),
+                            "instances": per_unit,
                         }
-                        for bundle, instances in host
+                        for bundle, per_unit in host
                     ]
                 ],
             }
@@ -247,9 +247,11 @@ def _gang_witness(*hosts, count=1):
 def test_checker_takes_different_positions_of_different_copies_on_one_node():
     gang = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 1}, {"CPU": 2}), count=2)
     request = _request([CPU8], groups=[gang])
-    crossed = _gang_witness([(0, [0]), (1, [1])], [(0, [1]), (1, [0])])
+    crossed = _gang_witness([(0, [[0]]), (1, [[1]])], [(0, [[1]]), (1, [[0]])])
     assert verify(request, crossed, {"m6i.2xlarge": 2}) == []
-    named_twice = _gang_witness([(0, [0]), (1, [0])], [(0, [1]), (1, [1])])
+    two_units = _gang_witness([(0, [[0], [1]]), (1, [[1], [0]])], count=2)
+    assert verify(request, two_units, {"m6i.2xlarge": 2}) == []
+    named_twice = _gang_witness([(0, [[0]]), (1, [[0]])], [(0, [[1]]), (1, [[1]])])
     assert verify(request, named_twice, {"m6i.2xlarge": 2}) == [
         "nodes[0] (m6i.2xlarge) host 0: two bundles of copy 0 of STRICT_SPREAD group 0",
         "nodes[1] (m6i.2xlarge) host 0: two bundles of copy 1 of STRICT_SPREAD group 0",
@@ -259,15 +261,16 @@ def test_checker_takes_different_positions_of_different_copies_on_one_node():
 def test_checker_rejects_strict_spread_copies_unnamed_repeated_or_split():
     gang = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 1}, {"CPU": 2}), count=2)
     request = _request([CPU8], groups=[gang])
-    unnamed = _gang_witness([(0, [0, 1])], [(1, [0, 7])])
-    assert verify(request, unnamed, {"m6i.2xlarge": 2})[:1] == [
-        "nodes[1] (m6i.2xlarge) host 0: placement_groups[0].bundles[1] placed without "
-        "naming its copies"
+    unnamed = "placed without naming its copies"
+    out_of_range = _gang_witness([(0, [[0, 1]])], [(1, [[0, 7]])])
+    assert unnamed in verify(request, out_of_range, {"m6i.2xlarge": 2})[0]
+    one_unit_named = _gang_witness([(0, [[0]])], [(1, [[1]])], count=2)  # of two units
+    assert unnamed in verify(request, one_unit_named, {"m6i.2xlarge": 4})[0]
+    repeated = _gang_witness([(0, [[0], [0]])], [(1, [[0], [1]])], count=2)
+    assert verify(request, repeated, {"m6i.2xlarge": 4})[:1] == [
+        "nodes[0] (m6i.2xlarge) host 0: copy 0 of placement_groups[0].bundles[0] placed twice"
     ]
-    repeated = _gang_witness([(0, [0])], [(1, [0])], count=2)  # two units, the same copy
-    twice = "nodes[0] (m6i.2xlarge) host 0: copy 0 of placement_groups[0].bundles[0] placed twice"
-    assert twice in verify(request, repeated, {"m6i.2xlarge": 4})
-    split = _gang_witness([(0, [0]), (1, [1])], [(0, [1])], [(1, [1])])
+    split = _gang_witness([(0, [[0]]), (1, [[1]])], [(0, [[1]])], [(1, [[1]])])
     assert verify(request, split, {"m6i.2xlarge": 3}) == [
         "nodes[2] (m6i.2xlarge) host 0: copy 1 of placement_groups[0].bundles[1] placed twice",
         "placement_groups[0] copy 0: not placed whole",
@@ -277,7 +280,8 @@ def test_checker_rejects_strict_spread_copies_unnamed_repeated_or_split():
 @pytest.mark.parametrize("seed", range(20))
 def test_copies_are_handed_out_so_no_host_holds_two_of_one(seed):
     # Any placement where each position has k bundles and each host at most k: colour it
-    # back (the hosts hold a random mix of positions, so alternating paths are needed).
+    # back (the hosts hold a random mix of positions, so alternating paths are needed;
+    # identical hosts come as one entry with a count, as identical units do).
     rng = random.Random(seed)
     copies, positions = rng.randint(2, 9), rng.randint(2, 6)
     hosts = rng.randint(positions, 12)
@@ -285,13 +289,19 @@ def test_copies_are_handed_out_so_no_host_holds_two_of_one(seed):
     for _ in range(copies):  # each copy puts its positions on distinct hosts
         for position, host in enumerate(rng.sample(range(hosts), positions)):
             held[host][position] = held[host].get(position, 0) + 1
-    coloured = colour_edges([list(h.items()) for h in held], copies)
-    for on_host, wanted in zip(coloured, held, strict=True):
-        colours = [c for cs in on_host.values() for c in cs]
-        assert len(colours) == len(set(colours))  # no copy twice on a host
-        assert {p: len(cs) for p, cs in on_host.items()} == wanted
+    entries: dict[tuple, int] = {}
+    for host in held:
+        key = tuple(sorted(host.items()))
+        entries[key] = entries.get(key, 0) + 1
+    coloured = colour_edges([(list(edges), n) for edges, n in entries.items()], copies)
+    for (edges, n), per_host in zip(entries.items(), coloured, strict=True):
+        assert len(per_host) == n
+        for on_host in per_host:
+            colours = [c for cs in on_host.values() for c in cs]
+            assert len(colours) == len(set(colours))  # no copy twice on a host
+            assert {p: len(cs) for p, cs in on_host.items()} == dict(edges)
     for position in range(positions):
-        got = sorted(c for on_host in coloured for c in on_host.get(position, []))
+        got = sorted(c for per in coloured for on in per for c in on.get(position, []))
         assert got == list(range(copies))  # each copy has each position once
 
 
