@@ -153,6 +153,24 @@ def test_witness_verifies_under_limits_existing_nodes_and_every_strategy(seed):
     assert _checked(request)[2] == []
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_gangs_placed_in_part_still_hand_out_their_copies(seed):
+    # A cluster too small for every copy of mixed STRICT_SPREAD groups: the gangs placed are
+    # whole, and no node holds more of a group's bundles than copies of it are placed (or
+    # no copy could be handed out to them).
+    rng = random.Random(seed)
+    node = NodeType("c7i.xlarge", {"CPU": rng.randint(2, 4), "memory": 16 * GIB}, 0.2)
+    shapes = ({"CPU": 1}, {"CPU": 1, "memory": GIB}, {"CPU": 1, "memory": 2 * GIB}, {"CPU": 2})
+    groups = [
+        PlacementGroupDemand(
+            "STRICT_SPREAD", tuple(rng.sample(shapes, rng.randint(2, 3))), rng.randint(2, 6)
+        )
+        for _ in range(rng.randint(1, 2))
+    ]
+    request = replace(_request([node], groups=groups), limits=Limits(rng.randint(1, 5)))
+    assert _checked(request)[2] == []
+
+
 def _cpu_plan():
     request = _request([CPU8], bundles=[({"CPU": 1}, 16)])
     result, launched, problems = _checked(request)
