@@ -174,7 +174,7 @@ class BoundModel:
                 y_of[item.index] = y
                 placements[item.index].append(y)
                 rows.append(([y, x], [1.0, -float(copies)], -inf, 0.0))  # copies per unit
-            gangs: dict[int, list[int]] = {}  # a host holds one bundle of each gang at most
+            gangs: dict[int, list[int]] = {}  # a host holds one bundle of each gang copy at most
             for item, _ in eligible:
                 if item.spread_group is not None:
                     gangs.setdefault(item.spread_group, []).append(item.index)

@@ -3,10 +3,11 @@
 The pattern generator prices with greedy packings, which can miss the best pattern. Here the
 knapsack of one unit is solved exactly (HiGHS, deterministic node limit) with the same rules
 as the packer: each host's scalar resources, per-device shares (a fraction of a device fits on
-one device, a whole request takes fully free devices), at most one slot of a STRICT_SPREAD
-gang per host, a launched accelerator unit holding accelerator work. The solver's dual bound
-is an upper bound on the value of *any* unit of the kind, which is what makes the Lagrangian
-bounds of :mod:`~autoscaler.planner.bound` valid however the search ends.
+one device, a whole request takes fully free devices), no more bundles of a STRICT_SPREAD
+gang per host than it has copies, a launched accelerator unit holding accelerator work. The
+solver's dual bound is an upper bound on the value of *any* unit of the kind, which is what
+makes the Lagrangian bounds of :mod:`~autoscaler.planner.bound` valid however the search
+ends.
 """
 
 from __future__ import annotations
