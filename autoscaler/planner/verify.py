@@ -231,24 +231,26 @@ class _Checker:
         self._feasible_left_out(launched)
 
     def _feasible_left_out(self, launched: Mapping[str, int]) -> None:
-        """Unplaced demand that a fresh host of an available type with room left holds
-        (scalar resources; STRICT_SPREAD gangs bundle by bundle, STRICT_PACK groups
-        together). Not checked under a cluster-wide max_workers."""
+        """Unplaced demand that fresh hosts of available types with room left hold
+        (scalar resources; a STRICT_SPREAD gang bundle by bundle on as many distinct hosts
+        as those types have left, STRICT_PACK groups together). Not checked under a
+        cluster-wide max_workers."""
         if self.request.limits.max_workers is not None:
             return
         present: dict[str, int] = {}
         for node in self.request.existing:
             if node.host == 0:
                 present[node.node_type] = present.get(node.node_type, 0) + 1
-        hosts = [
-            share_vector(t.host_resources(0))
-            for t in self.request.node_types
-            if t.available
-            and (
-                t.max_workers is None
-                or launched.get(t.name, 0) + present.get(t.name, 0) < t.max_workers
-            )
-        ]
+        rooms: list[tuple[dict[str, int], int | None]] = []  # (host, hosts left; None: any)
+        for t in self.request.node_types:
+            units = None
+            if t.max_workers is not None:
+                units = t.max_workers - launched.get(t.name, 0) - present.get(t.name, 0)
+            if t.available and (units is None or units > 0):
+                rooms.append(
+                    (share_vector(t.host_resources(0)), None if units is None else units * t.hosts)
+                )
+        hosts = [host for host, _ in rooms]
         demand = self.request.demand
         for key, left in sorted(self.unplaced.items(), key=lambda kv: _name(kv[0])):
             if left <= 0:
@@ -267,8 +269,37 @@ class _Checker:
                     members = [summed]
                 shapes = members if pg.strategy in (STRICT_PACK, STRICT_SPREAD) else members[:0]
                 shapes = shapes or [share_vector(self.resources(key))]
-            if all(any(_holds(host, shape) for host in hosts) for shape in shapes):
+            fits = all(any(_holds(host, shape) for host in hosts) for shape in shapes)
+            if fits and group >= 0 and demand.placement_groups[group].strategy == STRICT_SPREAD:
+                fits = _on_distinct_hosts(shapes, rooms)
+            if fits:
                 self.problems.append(f"{_name(key)}: {left} feasible left unplaced")
+
+
+def _on_distinct_hosts(
+    shapes: Sequence[Mapping[str, int]], rooms: Sequence[tuple[Mapping[str, int], int | None]]
+) -> bool:
+    """Whether every shape gets a host of its own: a bipartite matching of shapes to the
+    types' hosts left (``rooms``: a host's resources and how many such hosts are left)."""
+    taken: list[list[int]] = [[] for _ in rooms]  # per type, the shapes on its hosts
+
+    def place(shape: int, seen: set[int]) -> bool:
+        for t, (host, left) in enumerate(rooms):
+            if t in seen or not _holds(host, shapes[shape]):
+                continue
+            seen.add(t)
+            if left is None or len(taken[t]) < left:
+                taken[t].append(shape)
+                return True
+            for other in list(taken[t]):  # move one of its shapes elsewhere
+                taken[t].remove(other)
+                if place(other, seen):
+                    taken[t].append(shape)
+                    return True
+                taken[t].append(other)
+        return False
+
+    return all(place(shape, set()) for shape in range(len(shapes)))
 
 
 def _holds(host: Mapping[str, int], shape: Mapping[str, int]) -> bool:

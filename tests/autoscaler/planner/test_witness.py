@@ -337,6 +337,18 @@ def test_checker_rejects_feasible_demand_left_unplaced():
     assert verify(request, witness, {}) == ["bundles[0]: 2 feasible left unplaced"]
 
 
+def test_checker_counts_the_hosts_a_strict_spread_gang_needs():
+    gang = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 1},) * 3)
+    unplaced = {
+        "unplaced": [{"source": {"placement_group": 0, "bundle": j}, "count": 1} for j in range(3)]
+    }
+    two_left = _request([replace(CPU8, max_workers=2)], groups=[gang])
+    assert verify(two_left, unplaced, {}) == []  # (and the planner places nothing)
+    assert _checked(two_left)[2] == [] and _checked(two_left)[0].launches == ()
+    a_third_elsewhere = _request([replace(CPU8, max_workers=2), T4X4], groups=[gang])
+    assert len(verify(a_third_elsewhere, unplaced, {})) == 3  # all three feasible
+
+
 FLAGS = ("--json", "--witness")
 
 
