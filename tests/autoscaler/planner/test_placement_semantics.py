@@ -107,3 +107,22 @@ def test_copies_of_a_mixed_gang_share_nodes_position_by_position():
     assert verify(request, result.witness, result.launch_counts()) == []
     hosts = [host for record in result.witness["nodes"] for host in record["hosts"]]
     assert any(len({p["source"]["bundle"] for p in host}) == 2 for host in hosts)
+
+
+def test_neuron_gangs_take_three_bundles_of_three_groups_per_inf2():
+    # Four STRICT_SPREAD groups of four 8-NeuronCore bundles: 16 bundles, no node holding
+    # two of one group. An inf2.48xlarge (24 cores) holds three, of three groups, and a
+    # trn1.32xlarge (32 cores) the other four: $73.43/h, where a node holding only one
+    # position of the record needs four trn1.32xlarge ($86/h).
+    inf2 = NodeType(
+        "inf2.48xlarge", {"CPU": 192, "memory": 768 * GIB, "neuron_cores": 24}, 12.98127
+    )
+    trn1 = NodeType("trn1.32xlarge", {"CPU": 128, "memory": 512 * GIB, "neuron_cores": 32}, 21.5)
+    bundles = tuple({"CPU": cpu, "neuron_cores": 8} for cpu in (1, 2, 3, 4))
+    request = PlanRequest(
+        (inf2, trn1), Demand((), (PlacementGroupDemand("STRICT_SPREAD", bundles, 4),))
+    )
+    result = plan(request, witness=True)
+    assert result.launch_counts() == {"inf2.48xlarge": 4, "trn1.32xlarge": 1}
+    assert result.cost_per_hour == result.lower_bound_per_hour
+    assert verify(request, result.witness, result.launch_counts()) == []
