@@ -25,8 +25,8 @@ from autoscaler.planner import (
     PlanRequest,
     plan,
 )
+from autoscaler.planner.colouring import colour_edges
 from autoscaler.planner.verify import verify
-from autoscaler.planner.witness import colour_edges
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
