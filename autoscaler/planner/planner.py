@@ -441,11 +441,11 @@ class _Realisation:
         """Take a gang's bundles off every host holding more of them than the gang's
         copies placed (``targets``), which happens only where fewer are placed than it
         has (a host holds at most as many as it has); returns whether any were taken."""
-        whole: dict[int, int] = {}
-        for index, target in targets.items():
-            gang = self.items[index].spread_group
-            if gang is not None:
-                whole[gang] = min(whole.get(gang, target), target)
+        whole = {  # (every slot of a gang has the same target: its whole copies)
+            self.items[index].spread_group: target
+            for index, target in targets.items()
+            if self.items[index].spread_group is not None
+        }
         groups, stripped = [], False
         for group in self.groups:
             hosts = [_within_gangs(host, self.items, whole) for host in group.hosts]
