@@ -83,8 +83,7 @@ def exact_rounds(
             pattern = Pattern(kind.index, unit.contents)
             if replay(kind, pattern, by_index) is None:
                 continue
-            worth = sum(item_duals[i] * n for i, n in pattern.totals().items())
-            reduced = master.unit_cost(kind) - worth - kind_duals[kind.index]
+            reduced = master.unit_cost(kind) - _worth(pattern, item_duals) - kind_duals[kind.index]
             if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
                 added += 1
         if cost_phase:
@@ -169,11 +168,8 @@ class _Knapsacks:
             self.budget.spend(len(kind.items) * len(kind.hosts))
             queue.append(kind)
             packed = _price(kind, dual_vector, cap_vector)
-            self.greedy[kind.index] = max(map(self._worth, packed), default=0.0)
+            self.greedy[kind.index] = max((_worth(p, dual_vector) for p in packed), default=0.0)
         return queue
-
-    def _worth(self, pattern: Pattern) -> float:
-        return sum(self.duals.get(i, 0.0) * n for i, n in pattern.totals().items())
 
 
 def _vectors(
@@ -247,7 +243,7 @@ def column_generation(
                 budget.spend(sum(len(kind.items) for kind in kinds))
             for kind in kinds:
                 for pattern in _price(kind, duals, cap_vector, wide):
-                    value = sum(item_duals[i] * n for i, n in pattern.totals().items())
+                    value = _worth(pattern, item_duals)
                     reduced = master.unit_cost(kind) - value - kind_duals[kind.index]
                     if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
                         added += 1
@@ -311,9 +307,6 @@ def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) 
             order = np.concatenate((order[~riders[order]], order[riders[order]]))
         orders.append(order)
 
-    def worth(pattern: Pattern) -> float:
-        return sum(duals[i] * n for i, n in pattern.totals().items())
-
     if wide:
         base = orders[0]
         best: tuple[float, Pattern] | None = None
@@ -321,8 +314,8 @@ def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) 
             if kind.needs_anchor and riders[first]:
                 continue
             pattern = pack_rows(kind, np.concatenate(([first], base[base != first])), kind_caps)
-            if pattern is not None and (best is None or worth(pattern) > best[0] + 1e-12):
-                best = (worth(pattern), pattern)
+            if pattern is not None and (best is None or _worth(pattern, duals) > best[0] + 1e-12):
+                best = (_worth(pattern, duals), pattern)
         return [] if best is None else [best[1]]
     rider_indices = set(vectors.indices[riders].tolist())
     found: list[Pattern] = []
@@ -334,3 +327,8 @@ def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) 
             continue
         found.append(pattern)
     return found
+
+
+def _worth(pattern: Pattern, duals) -> float:
+    """What ``pattern`` holds at ``duals`` (per item index: a mapping or a vector)."""
+    return sum(duals[i] * n for i, n in pattern.totals().items())
