@@ -174,13 +174,14 @@ class BoundModel:
                 y_of[item.index] = y
                 placements[item.index].append(y)
                 rows.append(([y, x], [1.0, -float(copies)], -inf, 0.0))  # copies per unit
-            gangs: dict[int, list[int]] = {}  # a host holds one bundle of each gang copy at most
+            gangs: dict[int, list[Item]] = {}  # a host holds one bundle of each gang copy at most
             for item, _ in eligible:
                 if item.spread_group is not None:
-                    gangs.setdefault(item.spread_group, []).append(item.index)
-            for slots in (s for s in gangs.values() if len(s) > 1):
-                most = min(demand[i] for i in slots) * len(kind.hosts)  # copies of the gang
-                rows.append(([*(y_of[i] for i in slots), x], [1.0] * len(slots) + [-most], -inf, 0))
+                    gangs.setdefault(item.spread_group, []).append(item)
+            for members in (m for m in gangs.values() if len(m) > 1):
+                copies = min(demand[i.index] // i.slots for i in members)  # of the gang
+                cols = [*(y_of[i.index] for i in members), x]
+                rows.append((cols, [1.0] * len(members) + [-copies * len(kind.hosts)], -inf, 0))
             capacity: dict[str, int] = {}
             for host in kind.hosts:
                 for name, quantity in host.free.items():

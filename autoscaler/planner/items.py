@@ -1,18 +1,22 @@
 """Demand as packable items, the node types each item fits, and why an item fits none.
 
 An item is ``count`` copies of something that must land on one host: a bundle, or a whole
-STRICT_PACK group (several parts together). A STRICT_SPREAD group of ``k`` bundles becomes
-``k`` items (slots), one copy per copy of the group (a *gang*), all or nothing: a host holds
-at most as many of a gang's bundles, of any slots, as the gang has copies, which is all a
-plan needs (by König's theorem its bundles can then be handed to the copies so that no
-host holds two of one copy: :mod:`~autoscaler.planner.witness` does). PACK and SPREAD are
-Ray's preferences, not constraints: their bundles are planned as independent bundles (a
-group splits where that is cheaper, or where no host holds it whole).
+STRICT_PACK group (several parts together). A STRICT_SPREAD group (a *gang*, placed all or
+nothing) becomes one item per distinct bundle shape in it, standing for that shape's
+``slots`` positions: ``slots`` copies per copy of the group. A host holds at most as many of
+a gang's bundles, of any shapes and positions, as the gang has copies, which is all a plan
+needs (by König's theorem its bundles can then be handed to the copies and positions so
+that every copy has each position once and no host holds two bundles of one copy:
+:mod:`~autoscaler.planner.witness` does). Positions of one shape are interchangeable, so
+they are one item: fewer rows for the master and no plans that differ only in which
+position a bundle takes. PACK and SPREAD are Ray's preferences, not constraints: their
+bundles are planned as independent bundles (a group splits where that is cheaper, or where
+no host holds it whole).
 
 Identical shapes are one item whatever record they come from (bundles, soft groups' bundles;
-identical STRICT_PACK groups and identical one-shape STRICT_SPREAD gangs merge too);
-``Item.sources`` says where its copies come from, so a plan's witness can name every
-bundle's origin.
+identical STRICT_PACK groups, and STRICT_SPREAD groups of the same bundle shapes, which
+are one gang of as many copies); ``Item.sources`` says where its copies come from, so a
+plan's witness can name every bundle's origin.
 """
 
 from __future__ import annotations
@@ -55,7 +59,9 @@ class Item:
     """(source, copies) in demand order; the copies sum to ``count``."""
     candidates: tuple[str, ...] = ()
     spread_group: int | None = None
-    slot: int | None = None
+    """The STRICT_SPREAD gang the item belongs to (None: not a gang's)."""
+    slots: int = 1
+    """Positions of its gang the item stands for (bundles per copy of the gang)."""
     cpu_only: bool = False
     rider: bool = False
     """CPU-only and some plain (accelerator-free) type fits it: it may never be the reason
@@ -79,6 +85,17 @@ class Item:
     def needs(self) -> dict[str, int]:
         """Summed needs of one copy, in units."""
         return self._needs
+
+    @property
+    def gang_copies(self) -> int:
+        """Copies of its STRICT_SPREAD gang (the most of the gang's bundles a host holds)."""
+        return self.count // self.slots
+
+
+def positions(items: Sequence[Item]) -> int:
+    """Items as the demand lists them: a gang's item once per position it stands for (how
+    big a plan is, whatever the planner merges)."""
+    return sum(item.slots for item in items)
 
 
 def is_accelerator_resource(name: str) -> bool:
@@ -141,13 +158,14 @@ def build_items(demand: Demand) -> list[Item]:
     for group_index, group in enumerate(demand.placement_groups):
         shapes = tuple(shape(b) for b in group.bundles)
         if group.strategy == STRICT_SPREAD:
-            # Identical gangs of one shape are one gang whatever record they come from; a
-            # record of mixed gangs is one gang of as many copies.
-            gang = gangs.setdefault(shapes, group_index) if len(set(shapes)) == 1 else group_index
-            for slot, bundle in enumerate(group.bundles):
-                source = ("placement_groups", group_index, slot)
-                key = ("spread", gang, slot)
-                add((bundle,), group.count, source, key, spread_group=gang, slot=slot)
+            # Groups of the same bundle shapes (in any order) are one gang whatever record
+            # they come from; its positions of one shape are one item.
+            gang = gangs.setdefault(tuple(sorted(shapes)), group_index)
+            for position, bundle in enumerate(group.bundles):
+                source = ("placement_groups", group_index, position)
+                slots = shapes.count(shapes[position])
+                key = ("spread", gang, shapes[position])
+                add((bundle,), group.count, source, key, spread_group=gang, slots=slots)
         elif group.strategy == STRICT_PACK:
             source = ("placement_groups", group_index, None)
             add(group.bundles, group.count, source, ("pack", shapes))

@@ -150,7 +150,7 @@ def unit_model(hosts, chosen, values, caps, needs_anchor, fit, column, rows, upp
         for members in spread.values():  # each copy of a gang at most once on a host
             if len(members) > 1:
                 cols = [y_of[(position, item.index)] for item in members]
-                rows.append((cols, [1.0] * len(cols), -inf, float(members[0].count)))
+                rows.append((cols, [1.0] * len(cols), -inf, float(members[0].gang_copies)))
     if not y_of:
         return None
     if needs_anchor:

@@ -63,21 +63,23 @@ class Master:
             h.addRow(-inf, float(global_room), 0, np.array([], np.int32), np.array([]))
         self.cost_row = None
         self.slack_cols: list[int] = []
-        rows_of: dict[tuple, list[int]] = {}
+        members_of: dict[tuple, list[Item]] = {}
         for item in items:  # copies left unplaced (whole gangs), at a penalty per bundle
             key = ("item", item.index) if item.spread_group is None else ("gang", item.spread_group)
-            rows_of.setdefault(key, []).append(self.row_of[item.index])
-        self.slack_rows: list[list[int]] = []
-        for rows in rows_of.values():
-            self.slack_rows.append(rows)
+            members_of.setdefault(key, []).append(item)
+        self.slack_members: list[list[Item]] = []
+        for members in members_of.values():
+            rows = [self.row_of[item.index] for item in members]
+            bundles = [float(item.slots) for item in members]  # per copy left out
+            self.slack_members.append(members)
             self.slack_cols.append(h.getNumCol())
             h.addCol(
-                penalty * len(rows),
+                penalty * sum(bundles),
                 0.0,
                 inf,
                 len(rows),
                 np.array(rows, np.int32),
-                np.ones(len(rows)),
+                np.array(bundles),
             )
         self.patterns: list[Pattern] = []
         self.cols: list[int] = []
@@ -300,11 +302,10 @@ class Master:
         costs = self.h.getLp().col_cost_
         objective = sum(costs[col] * n for col, n in zip(self.cols, units, strict=True))
         covered = covered_copies(start)
-        for col, rows in zip(self.slack_cols, self.slack_rows, strict=True):
-            short = [
-                demand.get(index, 0) - covered.get(index, 0)
-                for index, row in self.row_of.items()
-                if row in rows
+        for col, members in zip(self.slack_cols, self.slack_members, strict=True):
+            short = [  # copies (of the gang) left out
+                -(-(demand.get(item.index, 0) - covered.get(item.index, 0)) // item.slots)
+                for item in members
             ]
             objective += costs[col] * max([0, *short])
         return units, objective

@@ -60,8 +60,8 @@ def fit(host: Bin, item: Item, limit: int, room_checked: bool = False) -> int:
     host's scalar room holds ``limit`` copies already)."""
     if limit <= 0:
         return 0
-    if item.spread_group is not None:  # a host holds each copy of a gang at most once
-        limit = min(limit, item.count - host.spread_counts.get(item.spread_group, 0))
+    if item.spread_group is not None:  # a host holds a gang's bundles of each copy at most once
+        limit = min(limit, item.gang_copies - host.spread_counts.get(item.spread_group, 0))
         if limit <= 0:
             return 0
     if len(item.parts) == 1:

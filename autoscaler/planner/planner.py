@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.aggregate import merged_by_shape
@@ -133,7 +133,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         elif item.spread_group not in reported_groups:
             reported_groups.add(item.spread_group)
             gang = [i for i in items if i.spread_group == item.spread_group]
-            infeasible.append(_limited(gang, missing, types))
+            infeasible.append(_limited(gang, missing // item.slots, types))
 
     launches, deferred = _launches(
         types, realised.groups, every_item, min_launches, existing_units, request
@@ -336,9 +336,20 @@ class _Realisation:
         self.dual_bounds: tuple[list[Kind], list] | None = None
         self.cost_floor = 0.0
         self.proven_cost = 0.0
+        self.reach: dict[int, int] = {}
+        """Per gang, the most whole copies its bundles placed ever held (before hosts
+        crowded with them were relieved: :meth:`_strip_crowded_gangs`)."""
 
     def run(self, demand: Mapping[int, int], bound: BoundModel | None = None) -> None:
-        """Plan ``demand`` (``bound``: the bound's model for it, which rounding asks too)."""
+        """Plan ``demand`` (``bound``: the bound's model for it, which rounding asks too);
+        where that leaves gangs with fewer whole copies than the plan first held, plan again
+        for those copies (:meth:`_capped`)."""
+        self._realise(demand, bound)
+        cut = self._cut_gangs()
+        if cut:
+            self._capped(demand, cut)
+
+    def _realise(self, demand: Mapping[int, int], bound: BoundModel | None) -> None:
         result = self._generate(demand, self.kinds, self.global_room, bound)
         self.notes.extend(result.notes)
         self.cost_floor = result.cost_floor
@@ -357,6 +368,36 @@ class _Realisation:
                 self.notes.append(
                     "an accelerator unit holds only CPU-only work after trimming (kept)"
                 )
+
+    def _cut_gangs(self) -> dict[int, int]:
+        """Gangs placed for fewer whole copies than the plan first held, which happens
+        where limits leave a gang placed in part and its bundles were packed for every copy
+        (a host may then hold more of them than the copies placed): per gang, those copies."""
+        placed = self.placed()
+        whole = self._whole_gangs({index: placed.get(index, 0) for index in self.items})
+        return {g: n for g, n in self.reach.items() if whole.get(g, (0, []))[0] < n}
+
+    def _capped(self, demand: Mapping[int, int], cut: Mapping[int, int]) -> None:
+        """Plan again with each gang of ``cut`` asking for that many copies only (so no host
+        takes more of its bundles than that); the plan placing more is kept (the cheaper,
+        where they place as much)."""
+        capped = {
+            item.index: replace(item, count=cut[item.spread_group] * item.slots)
+            for item in self.items.values()
+            if item.spread_group in cut
+        }
+        kinds = [replace(k, items=[capped.get(i.index, i) for i in k.items]) for k in self.kinds]
+        items = [capped.get(index, item) for index, item in self.items.items()]
+        trial = _Realisation(items, kinds, self.global_room, [], self.budget)
+        trial._realise({i: capped[i].count if i in capped else n for i, n in demand.items()}, None)
+
+        def worth(realised: _Realisation) -> tuple[int, float]:
+            cost = sum(g.kind.cost * g.units for g in realised.groups if g.kind.new)
+            return sum(realised.placed().values()), -cost
+
+        if worth(trial) > worth(self):
+            self.groups = trial.groups
+            self.notes.extend(trial.notes)
 
     def _generate(
         self,
@@ -404,19 +445,26 @@ class _Realisation:
         self.groups = [g for g in self.groups if g.units > 0]
 
     def _targets(self, demand: Mapping[int, int]) -> dict[int, int]:
-        """Copies to keep: the demand, and for gang slots the number of whole gangs."""
+        """Copies to keep: the demand, and for a gang's items its whole copies' bundles."""
         placed = self.placed()
         targets = {index: min(n, placed.get(index, 0)) for index, n in demand.items()}
-        gangs: dict[int, list[int]] = defaultdict(list)
-        for index in demand:
-            group = self.items[index].spread_group
-            if group is not None:
-                gangs[group].append(index)
-        for members in gangs.values():
-            whole = min(targets[i] for i in members)
-            for index in members:
-                targets[index] = whole
+        for gang, (copies, members) in self._whole_gangs(targets).items():
+            self.reach[gang] = max(self.reach.get(gang, 0), copies)
+            for item in members:
+                targets[item.index] = copies * item.slots
         return targets
+
+    def _whole_gangs(self, copies: Mapping[int, int]) -> dict[int, tuple[int, list[Item]]]:
+        """Per gang, the whole copies that ``copies`` (per item) hold, and its items."""
+        gangs: dict[int, list[Item]] = defaultdict(list)
+        for index in copies:
+            item = self.items[index]
+            if item.spread_group is not None:
+                gangs[item.spread_group].append(item)
+        return {
+            gang: (min(copies[i.index] // i.slots for i in members), members)
+            for gang, members in gangs.items()
+        }
 
     def _trim(self, demand: Mapping[int, int]) -> None:
         """Copies beyond the demand and beyond whole gangs taken off (then, where a gang
@@ -432,43 +480,70 @@ class _Realisation:
             for index in sorted(placed):
                 excess = placed[index] - targets.get(index, 0)
                 if excess > 0:
-                    self._trim_item(index, excess, holders)
+                    part = self.items[index].spread_group is not None and (
+                        targets.get(index, 0) < demand.get(index, 0)
+                    )
+                    self._trim_item(index, excess, holders, crowded_first=part)
             self.groups = [g for g in self.groups if g.units > 0 and any(g.hosts)]
             if not self._strip_crowded_gangs(targets):
                 return
 
     def _strip_crowded_gangs(self, targets: Mapping[int, int]) -> bool:
-        """Take a gang's bundles off every host holding more of them than the gang's
-        copies placed (``targets``), which happens only where fewer are placed than it
-        has (a host holds at most as many as it has); returns whether any were taken."""
-        whole = {  # (every slot of a gang has the same target: its whole copies)
-            self.items[index].spread_group: target
-            for index, target in targets.items()
-            if self.items[index].spread_group is not None
-        }
-        groups, stripped = [], False
-        for group in self.groups:
-            hosts = [_within_gangs(host, self.items, whole) for host in group.hosts]
-            if hosts != group.hosts:
-                group, stripped = _Group(group.kind, hosts, group.units), True
-            if any(hosts):
-                groups.append(group)
-        self.groups = groups
+        """Where a gang is placed for fewer copies than it has, a host may hold more of its
+        bundles than the copies placed (``targets``), and then no hand-out of its copies
+        exists: take bundles off such hosts, keeping as many copies as
+        :func:`_uncrowded` finds; returns whether any were taken."""
+        placed = self.placed()
+        stripped = False
+        for copies, members in self._whole_gangs(targets).values():
+            cuts = _uncrowded(self.groups, members, copies, placed)
+            groups = []
+            for position, group in enumerate(self.groups):
+                if position not in cuts:
+                    groups.append(group)
+                    continue
+                stripped = True
+                for unit_cuts, units in _runs(cuts[position]):
+                    hosts = [list(h) for h in group.hosts]
+                    for h, index, take in unit_cuts:
+                        hosts[h] = _without([hosts[h]], index, take)[0]
+                    groups.append(_Group(group.kind, hosts, units))
+            self.groups = [g for g in groups if any(g.hosts)]
         return stripped
 
-    def _trim_item(self, index: int, excess: int, holders: dict[int, list[int]]) -> None:
+    def _trim_item(
+        self, index: int, excess: int, holders: dict[int, list[int]], crowded_first: bool
+    ) -> None:
         """Take ``excess`` copies off units: first where that empties a launched unit, then
-        launched units, then free capacity (``holders``: groups per item, kept up to date)."""
+        launched units, then free capacity (``holders``: groups per item, kept up to date);
+        ``crowded_first``: a gang's item placed for fewer copies than the gang has, off the
+        units whose hosts hold most of the gang's bundles first (a host may hold no more of
+        them than the copies placed: :meth:`_strip_crowded_gangs`)."""
+        gang = self.items[index].spread_group
 
         def split(group: _Group) -> None:
             for held in group.copies():
                 holders[held].append(len(self.groups))
             self.groups.append(group)
 
+        def crowding(group: _Group) -> int:
+            if not crowded_first:
+                return 0
+            return max(
+                sum(n for i, n in host if self.items[i].spread_group == gang)
+                for host in group.hosts
+            )
+
         def order(position: int) -> tuple:
             group = self.groups[position]
             counts = group.copies()
-            return (not group.kind.new, len(counts) > 1, -counts.get(index, 0), position)
+            return (
+                -crowding(group),
+                not group.kind.new,
+                len(counts) > 1,
+                -counts.get(index, 0),
+                position,
+            )
 
         for position in sorted(holders[index], key=order):
             if excess <= 0:
@@ -548,19 +623,130 @@ class _Realisation:
         self._add(result.kinds, result.chosen)
 
 
-def _within_gangs(
-    host: list[tuple[int, int]], items: Mapping[int, Item], whole: Mapping[int, int]
-) -> list[tuple[int, int]]:
-    """``host`` without the bundles of any gang it holds more of than ``whole`` copies."""
-    on_host: dict[int, int] = defaultdict(int)
-    for index, n in host:
-        gang = items[index].spread_group
-        if gang is not None:
-            on_host[gang] += n
-    crowded = {gang for gang, n in on_host.items() if n > whole[gang]}
-    if not crowded:
-        return host
-    return [(i, n) for i, n in host if items[i].spread_group not in crowded]
+Cuts = tuple[tuple[int, int, int], ...]
+"""Bundles one unit sheds: (host, item, bundles)."""
+
+
+def _uncrowded(
+    groups: Sequence[_Group], members: Sequence[Item], copies: int, placed: Mapping[int, int]
+) -> dict[int, list[Cuts]]:
+    """Bundles of one gang (its ``members``, ``copies`` whole copies placed) to take off
+    units so that no host holds more of them than the copies still whole: per group
+    position, per unit, its cuts (nothing where no host is crowded). Keeps the most copies
+    ``w`` (a binary search) for which each item can keep ``w`` copies' bundles with no
+    host keeping more than ``w`` (:func:`_kept`, a flow)."""
+    slots = {item.index: item.slots for item in members}
+    hosts = [  # (group position, unit, host, its bundles of the gang), unit by unit
+        (position, unit, h, entries)
+        for position, group in enumerate(groups)
+        for unit in range(group.units)
+        for h, host in enumerate(group.hosts)
+        if (entries := [(i, n) for i, n in host if i in slots])
+    ]
+    if all(sum(n for _, n in entries) <= copies for *_, entries in hosts):
+        return {}
+    bundles = [dict(_summed(entries)) for *_, entries in hosts]
+    low, high, kept = 1, copies - 1, _kept(bundles, slots, 0)
+    while low <= high:
+        middle = (low + high) // 2
+        found = _kept(bundles, slots, middle)
+        if found is None:
+            high = middle - 1
+        else:
+            kept, low = found, middle + 1
+    assert kept is not None  # (keeping nothing always fits)
+    cuts: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
+    for (position, unit, h, _), held, keep in zip(hosts, bundles, kept, strict=True):
+        on_unit = cuts.setdefault(position, {}).setdefault(unit, [])
+        on_unit.extend(
+            (h, i, n - keep.get(i, 0)) for i, n in sorted(held.items()) if n > keep.get(i, 0)
+        )
+    return {
+        position: [tuple(per_unit.get(unit, ())) for unit in range(groups[position].units)]
+        for position, per_unit in cuts.items()
+        if any(per_unit.values())
+    }
+
+
+def _summed(entries: Sequence[tuple[int, int]]) -> dict[int, int]:
+    found: dict[int, int] = defaultdict(int)
+    for index, n in entries:
+        found[index] += n
+    return found
+
+
+def _kept(
+    hosts: Sequence[Mapping[int, int]], slots: Mapping[int, int], whole: int
+) -> list[dict[int, int]] | None:
+    """Per host, the bundles of each item to keep so that every item keeps ``whole``
+    copies' bundles (``slots`` per copy) and no host more than ``whole`` in all; None where
+    no such choice exists. A maximum flow (items to hosts, augmenting paths found by
+    breadth-first search)."""
+    need = {index: whole * n for index, n in slots.items()}
+    flow: list[dict[int, int]] = [defaultdict(int) for _ in hosts]
+    load = [0] * len(hosts)
+    while any(need.values()):
+        path = _augmenting_path(hosts, flow, load, need, whole)
+        if path is None:
+            return None
+        item, steps = path
+        room = min(
+            [need[item], whole - load[steps[-1][1]]]
+            + [hosts[h][i] - flow[h][i] if forward else flow[h][i] for i, h, forward in steps]
+        )
+        need[item] -= room
+        load[steps[-1][1]] += room
+        for i, h, forward in steps:
+            flow[h][i] += room if forward else -room
+    return [dict(f) for f in flow]
+
+
+def _augmenting_path(hosts, flow, load, need, whole):
+    """A shortest path from an item still short to a host with room, through hosts whose
+    kept bundles of another item can move: (the item, [(item, host, forward)])."""
+    parent: dict[tuple[str, int], tuple] = {}
+    queue = [("item", i) for i in sorted(need) if need[i] > 0]
+    for node in queue:
+        parent[node] = None
+    for kind, node in queue:
+        if kind == "item":
+            for h, held in enumerate(hosts):
+                if flow[h][node] < held.get(node, 0) and ("host", h) not in parent:
+                    parent[("host", h)] = ("item", node)
+                    if load[h] < whole:
+                        return _path(parent, h)
+                    queue.append(("host", h))
+        else:
+            for i, kept in sorted(flow[node].items()):
+                if kept > 0 and ("item", i) not in parent:
+                    parent[("item", i)] = ("host", node)
+                    queue.append(("item", i))
+    return None
+
+
+def _path(parent, host):
+    steps = []
+    node = ("host", host)
+    while parent[node] is not None:
+        kind, item = parent[node]
+        steps.append((item, node[1], True))
+        previous = parent[(kind, item)]
+        if previous is None:
+            return item, list(reversed(steps))
+        steps.append((item, previous[1], False))
+        node = previous
+    raise AssertionError("a path starts at an item")
+
+
+def _runs(per_unit: Sequence[Cuts]) -> list[tuple[Cuts, int]]:
+    """Consecutive units that shed alike: (their cuts, how many)."""
+    runs: list[tuple[Cuts, int]] = []
+    for cuts in per_unit:
+        if runs and runs[-1][0] == cuts:
+            runs[-1] = (cuts, runs[-1][1] + 1)
+        else:
+            runs.append((cuts, 1))
+    return runs
 
 
 def _without(hosts: list[list[tuple[int, int]]], index: int, copies: int) -> list:
@@ -667,15 +853,15 @@ def _limited(members: Sequence[Item], missing: int, types: Mapping[str, NodeType
             reason = f"every fitting node type is out of capacity now: {', '.join(unavailable)}"
     elif members[0].spread_group is not None:
         reason = (
-            f"STRICT_SPREAD gang of {len(members)} bundles cannot be placed whole "
-            f"on distinct nodes within max_workers ({', '.join(candidates)})"
+            f"STRICT_SPREAD gang of {sum(item.slots for item in members)} bundles cannot be "
+            f"placed whole on distinct nodes within max_workers ({', '.join(candidates)})"
         )
     else:
         reason = "limited by max_workers of " + ", ".join(candidates)
     merged: dict[str, float] = defaultdict(float)
-    for item in members:
+    for item in members:  # (a gang's item: its resources once per position it stands for)
         for name, quantity in _merged(item).items():
-            merged[name] += quantity
+            merged[name] += quantity * item.slots
     return Infeasible(dict(merged), missing, reason, candidates[0])
 
 

@@ -26,6 +26,7 @@ that many), so each copy has every position once and no host twice.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -76,11 +77,12 @@ class _Cursor:
 def build(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[str, Any]:
     """The witness of realised ``groups`` (kind, per-host contents, units); ``items``: every
     item of the demand, placed or not."""
-    cursors = {index: _Cursor(item.sources) for index, item in items.items()}
     placed = _placed_gang_bundles(groups, items)
     gang_copies = _gang_copies(groups, items, placed)
-    for index, copies in placed.items():
-        cursors[index].take(copies, 1)  # copies 0 .. copies - 1 of each slot, in demand order
+    cursors = {  # (a gang's copies 0 .. n - 1 are placed, every position of each)
+        index: _Cursor(_gang_left(item, placed[index]) if index in placed else item.sources)
+        for index, item in items.items()
+    }
     members: dict[int, Iterator[int]] = {}
     nodes: list[dict[str, Any]] = []
     on_existing: list[dict[str, Any]] = []
@@ -204,17 +206,52 @@ def _gang_copies(
                     on_host.setdefault(gang, []).append((index, copies))
             for gang, edges in on_host.items():
                 hosts_of.setdefault(gang, []).append(((position, h), edges, group.units))
-    found: dict[HostKey, dict[int, list[int]]] = {}
+    found: dict[HostKey, dict[int, list[tuple[int, int]]]] = {}
     for hosts in hosts_of.values():
-        slots = {index for _, edges, _ in hosts for index, _ in edges}
-        copies = {placed[index] for index in slots}
-        if len(copies) != 1:
+        members = {index for _, edges, _ in hosts for index, _ in edges}
+        copies = {divmod(placed[index], items[index].slots) for index in members}
+        if len(copies) != 1 or copies.copy().pop()[1]:
             raise ValueError(f"a STRICT_SPREAD gang placed unevenly: {sorted(copies)} copies")
-        coloured = colour_edges([(edges, units) for _, edges, units in hosts], copies.pop())
-        for ((position, h), _, _), per_unit in zip(hosts, coloured, strict=True):
-            for unit, on_host in enumerate(per_unit):
-                found.setdefault((position, unit, h), {}).update(on_host)
+        whole = copies.pop()[0]
+        runs = _by_position([(edges, units) for _, edges, units in hosts], items, whole)
+        coloured = colour_edges([(edges, units) for _, edges, units in runs], whole)
+        next_unit: dict[int, int] = {}
+        for (entry, _, _), per_unit in zip(runs, coloured, strict=True):
+            position, h = hosts[entry][0]
+            for on_host in per_unit:
+                unit = next_unit.get(entry, 0)
+                next_unit[entry] = unit + 1
+                held = found.setdefault((position, unit, h), {})
+                for (index, k), colours in on_host.items():
+                    held.setdefault(index, []).extend((k, c) for c in colours)
     return found
+
+
+def _by_position(
+    hosts: Sequence[tuple[Sequence[tuple[int, int]], int]], items: Mapping[int, Item], copies: int
+) -> list[tuple[int, list[tuple[tuple[int, int], int]], int]]:
+    """A gang's edges (per host entry, per item, bundles on each of its ``units`` hosts) with
+    each item's bundles dealt to the positions it stands for, ``copies`` to each, in order:
+    (entry, per (item, k-th position of its shape) the bundles, units alike) for runs of
+    alike units, entry by entry. Any such deal gives every position as many bundles as the
+    gang has copies, so the colouring exists."""
+    dealt: dict[int, int] = {}  # bundles of each item dealt so far
+    runs: list[tuple[int, list[tuple[tuple[int, int], int]], int]] = []
+    for entry, (edges, units) in enumerate(hosts):
+        for _ in range(units):
+            on_host: dict[tuple[int, int], int] = {}
+            for index, count in edges:
+                first = dealt.get(index, 0)
+                dealt[index] = first + count
+                for bundle in range(first, first + count):
+                    key = (index, bundle // copies)
+                    on_host[key] = on_host.get(key, 0) + 1
+            alike = sorted(on_host.items())
+            if runs and runs[-1][0] == entry and runs[-1][1] == alike:
+                runs[-1] = (entry, alike, runs[-1][2] + 1)
+            else:
+                runs.append((entry, alike, 1))
+    return runs
 
 
 def _granted(bins: Sequence[Bin], hosts, items: Mapping[int, Item]):
@@ -274,16 +311,48 @@ def _placements(entries, cursors, items, units: int, gangs) -> list[dict[str, An
     return placements
 
 
-def _copies_by_source(item: Item, copies: Sequence[int]) -> list[tuple[Source, list[int]]]:
-    """A gang's ``copies`` (numbered across the records it merges, in demand order) as
-    (record, their numbers within it)."""
-    found, offset = [], 0
+def _copies_by_source(
+    item: Item, bundles: Sequence[tuple[int, int]]
+) -> list[tuple[Source, list[int]]]:
+    """A gang item's ``bundles`` ((k, copy): the k-th position of the item's shape, copies
+    numbered across the records the gang merges, in demand order) as (bundle source: record
+    and position, their copies' numbers within the record)."""
+    found: dict[tuple[int, int], list[int]] = {}
+    records = _records(item)
+    offsets = [offset for offset, _, _ in records]
+    for k, copy in bundles:
+        number = bisect_right(offsets, copy) - 1
+        found.setdefault((number, k), []).append(copy - offsets[number])
+    return [
+        (("placement_groups", records[number][2][k][1], records[number][2][k][2]), mine)
+        for (number, k), mine in sorted(found.items())
+    ]
+
+
+def _records(item: Item) -> list[tuple[int, int, list[Source]]]:
+    """A gang item's records: (first copy's number across them, copies, the sources of its
+    positions of the item's shape, in order)."""
+    records: list[tuple[int, int, list[Source]]] = []
+    offset = 0
     for source, count in item.sources:
-        mine = [c - offset for c in copies if offset <= c < offset + count]
-        if mine:
-            found.append((source, mine))
-        offset += count
-    return found
+        if records and records[-1][2][0][1] == source[1]:
+            records[-1][2].append(source)
+            continue
+        if records:
+            offset += records[-1][1]
+        records.append((offset, count, [source]))
+    return records
+
+
+def _gang_left(item: Item, bundles: int) -> list[tuple[Source, int]]:
+    """A gang item's sources and the copies of each left out where ``bundles`` of it (its
+    gang's first copies, every position of each) are placed."""
+    placed = bundles // item.slots
+    return [
+        (source, count - min(count, max(0, placed - offset)))
+        for offset, count, sources in _records(item)
+        for source in sources
+    ]
 
 
 def _bundles_of(source: Source, item: Item) -> list[Source]:

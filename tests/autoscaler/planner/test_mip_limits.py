@@ -132,7 +132,7 @@ def test_a_plan_whose_mips_spend_their_budget_is_the_same_in_another_process():
         "spent = [];"
         "spend = budget.Budget.spend_mip;"
         "budget.Budget.spend_mip = lambda self, n: (spend(self, n), spent.append(self.mip_used));"
-        "c, d = mixed_problem(200, 'gcp', 2); config = parse_cluster_config(c, 'bench');"
+        "c, d = mixed_problem(200, 'gcp', 5); config = parse_cluster_config(c, 'bench');"
         "r = plan(PlanRequest(config.node_types(), parse_demand(d), (), config.limits()));"
         "print(max(spent) >= budget.MIP_WORK_LIMIT, sorted(r.launch_counts().items()),"
         " r.cost_per_hour, r.lower_bound_per_hour, r.node_lower_bound)"

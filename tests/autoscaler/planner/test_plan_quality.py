@@ -374,7 +374,7 @@ def test_small_generated_problems_are_within_three_percent_and_deterministic(kin
     assert plan(request) == result
 
 
-@pytest.mark.parametrize(("kind", "seed"), [("flexible", 1), ("flexible", 2), ("gcp", 5)])
+@pytest.mark.parametrize(("kind", "seed"), [("flexible", 1), ("flexible", 2)])
 def test_a_plan_that_would_miss_the_target_is_rounded_again_past_the_mip_budget(kind, seed):
     """With the head's free room these plans spent their MIP budget on their first rounding
     and came out 4-5% above their bounds; rounding again past the budget, as only a plan
