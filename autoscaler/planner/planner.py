@@ -65,6 +65,8 @@ from autoscaler.planner.solver import SolverError
 from autoscaler.planner.witness import build as build_witness
 
 UPSCALING_FLOOR = 5
+GANG_REPLANS = 3
+"""Plans again at most for gangs that limits leave placed in part (:meth:`_Realisation._capped`)."""
 UNKNOWN_PRICE_FACTOR = 2.0
 
 
@@ -345,9 +347,8 @@ class _Realisation:
         where that leaves gangs with fewer whole copies than the plan first held, plan again
         for those copies (:meth:`_capped`)."""
         self._realise(demand, bound)
-        cut = self._cut_gangs()
-        if cut:
-            self._capped(demand, cut)
+        if self._cut_gangs():
+            self._capped(demand)
 
     def _realise(self, demand: Mapping[int, int], bound: BoundModel | None) -> None:
         result = self._generate(demand, self.kinds, self.global_room, bound)
@@ -377,27 +378,40 @@ class _Realisation:
         whole = self._whole_gangs({index: placed.get(index, 0) for index in self.items})
         return {g: n for g, n in self.reach.items() if whole.get(g, (0, []))[0] < n}
 
-    def _capped(self, demand: Mapping[int, int], cut: Mapping[int, int]) -> None:
-        """Plan again with each gang of ``cut`` asking for that many copies only (so no host
-        takes more of its bundles than that); the plan placing more is kept (the cheaper,
-        where they place as much)."""
-        capped = {
-            item.index: replace(item, count=cut[item.spread_group] * item.slots)
-            for item in self.items.values()
-            if item.spread_group in cut
-        }
-        kinds = [replace(k, items=[capped.get(i.index, i) for i in k.items]) for k in self.kinds]
-        items = [capped.get(index, item) for index, item in self.items.items()]
-        trial = _Realisation(items, kinds, self.global_room, [], self.budget)
-        trial._realise({i: capped[i].count if i in capped else n for i, n in demand.items()}, None)
+    def _capped(self, demand: Mapping[int, int]) -> None:
+        """Plan again, up to :data:`GANG_REPLANS` times, with each gang that came out with
+        fewer whole copies than its plan first held asking for that many copies only (so
+        no host takes more of its bundles than that); the plan placing the most is kept
+        (the cheapest of those)."""
 
         def worth(realised: _Realisation) -> tuple[int, float]:
             cost = sum(g.kind.cost * g.units for g in realised.groups if g.kind.new)
             return sum(realised.placed().values()), -cost
 
-        if worth(trial) > worth(self):
-            self.groups = trial.groups
-            self.notes.extend(trial.notes)
+        best, last, caps = self, self, {}
+        for _ in range(GANG_REPLANS):
+            cut = {g: n for g, n in last._cut_gangs().items() if n < caps.get(g, n + 1)}
+            if not cut:
+                break
+            caps.update(cut)
+            capped = {
+                item.index: replace(item, count=caps[item.spread_group] * item.slots)
+                for item in self.items.values()
+                if item.spread_group in caps
+            }
+            kinds = [
+                replace(k, items=[capped.get(i.index, i) for i in k.items]) for k in self.kinds
+            ]
+            items = [capped.get(index, item) for index, item in self.items.items()]
+            last = _Realisation(items, kinds, self.global_room, [], self.budget)
+            last._realise(
+                {i: capped[i].count if i in capped else n for i, n in demand.items()}, None
+            )
+            if worth(last) > worth(best):
+                best = last
+        if best is not self:
+            self.groups = best.groups
+            self.notes.extend(best.notes)
 
     def _generate(
         self,

@@ -145,3 +145,31 @@ def test_placing_copies_at_once_takes_the_devices_best_fit_would_copy_by_copy(se
     expected = best_fit_one_by_one(reference, round(gpu * 10000), copies)
     assert [device for ((_, device, _),) in grants] == expected
     assert host.devices["GPU"] == one_by_one.devices["GPU"] == reference
+
+
+def test_a_gangs_positions_of_one_shape_are_one_item_and_like_gangs_one_gang():
+    a, b = {"CPU": 1}, {"CPU": 2, "GPU": 1}
+    groups = (
+        PlacementGroupDemand(STRICT_SPREAD, (a, b, a), 2),
+        PlacementGroupDemand(STRICT_SPREAD, (b, a, a), 3),  # the same shapes, another order
+        PlacementGroupDemand(STRICT_SPREAD, (a, b), 1),  # other shapes: a gang of its own
+    )
+    items = build_items(Demand((), groups))
+    gangs = {}
+    for item in items:
+        gangs.setdefault(item.spread_group, []).append(item)
+    assert sorted(len(members) for members in gangs.values()) == [2, 2]
+    (merged,) = [m for m in gangs.values() if sum(i.slots for i in m) == 3]
+    of_a = next(i for i in merged if i.resources == (a,))
+    assert (of_a.slots, of_a.count, of_a.gang_copies) == (2, 10, 5)
+    assert [source for source, _ in of_a.sources] == [
+        ("placement_groups", 0, 0),
+        ("placement_groups", 0, 2),
+        ("placement_groups", 1, 1),
+        ("placement_groups", 1, 2),
+    ]
+    host = fresh_host(GPU4, 0, -1)
+    assert fit(host, of_a, 99) == 5  # a host holds one bundle of each copy at most
+    put(host, of_a, 3)
+    of_b = next(i for i in merged if i.resources == (b,))
+    assert fit(host, of_b, 99) == 2  # ... of any of the gang's shapes
