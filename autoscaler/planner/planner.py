@@ -49,6 +49,7 @@ from autoscaler.planner.items import (
     infeasible_reason,
     is_accelerator_type,
 )
+from autoscaler.planner.keeping import runs, uncrowded
 from autoscaler.planner.model import (
     CONSERVATION_POLICIES,
     SPARE,
@@ -494,10 +495,7 @@ class _Realisation:
             for index in sorted(placed):
                 excess = placed[index] - targets.get(index, 0)
                 if excess > 0:
-                    part = self.items[index].spread_group is not None and (
-                        targets.get(index, 0) < demand.get(index, 0)
-                    )
-                    self._trim_item(index, excess, holders, crowded_first=part)
+                    self._trim_item(index, excess, holders)
             self.groups = [g for g in self.groups if g.units > 0 and any(g.hosts)]
             if not self._strip_crowded_gangs(targets):
                 return
@@ -506,18 +504,18 @@ class _Realisation:
         """Where a gang is placed for fewer copies than it has, a host may hold more of its
         bundles than the copies placed (``targets``), and then no hand-out of its copies
         exists: take bundles off such hosts, keeping as many copies as
-        :func:`_uncrowded` finds; returns whether any were taken."""
+        :func:`~autoscaler.planner.keeping.uncrowded` finds; returns whether any were taken."""
         placed = self.placed()
         stripped = False
         for copies, members in self._whole_gangs(targets).values():
-            cuts = _uncrowded(self.groups, members, copies, placed)
+            cuts = uncrowded(self.groups, members, copies, placed)
             groups = []
             for position, group in enumerate(self.groups):
                 if position not in cuts:
                     groups.append(group)
                     continue
                 stripped = True
-                for unit_cuts, units in _runs(cuts[position]):
+                for unit_cuts, units in runs(cuts[position]):
                     hosts = [list(h) for h in group.hosts]
                     for h, index, take in unit_cuts:
                         hosts[h] = _without([hosts[h]], index, take)[0]
@@ -525,39 +523,19 @@ class _Realisation:
             self.groups = [g for g in groups if any(g.hosts)]
         return stripped
 
-    def _trim_item(
-        self, index: int, excess: int, holders: dict[int, list[int]], crowded_first: bool
-    ) -> None:
+    def _trim_item(self, index: int, excess: int, holders: dict[int, list[int]]) -> None:
         """Take ``excess`` copies off units: first where that empties a launched unit, then
-        launched units, then free capacity (``holders``: groups per item, kept up to date);
-        ``crowded_first``: a gang's item placed for fewer copies than the gang has, off the
-        units whose hosts hold most of the gang's bundles first (a host may hold no more of
-        them than the copies placed: :meth:`_strip_crowded_gangs`)."""
-        gang = self.items[index].spread_group
+        launched units, then free capacity (``holders``: groups per item, kept up to date)."""
 
         def split(group: _Group) -> None:
             for held in group.copies():
                 holders[held].append(len(self.groups))
             self.groups.append(group)
 
-        def crowding(group: _Group) -> int:
-            if not crowded_first:
-                return 0
-            return max(
-                sum(n for i, n in host if self.items[i].spread_group == gang)
-                for host in group.hosts
-            )
-
         def order(position: int) -> tuple:
             group = self.groups[position]
             counts = group.copies()
-            return (
-                -crowding(group),
-                not group.kind.new,
-                len(counts) > 1,
-                -counts.get(index, 0),
-                position,
-            )
+            return (not group.kind.new, len(counts) > 1, -counts.get(index, 0), position)
 
         for position in sorted(holders[index], key=order):
             if excess <= 0:
@@ -635,132 +613,6 @@ class _Realisation:
         result = self._generate(short, kinds, room)
         self.notes.extend(result.notes)
         self._add(result.kinds, result.chosen)
-
-
-Cuts = tuple[tuple[int, int, int], ...]
-"""Bundles one unit sheds: (host, item, bundles)."""
-
-
-def _uncrowded(
-    groups: Sequence[_Group], members: Sequence[Item], copies: int, placed: Mapping[int, int]
-) -> dict[int, list[Cuts]]:
-    """Bundles of one gang (its ``members``, ``copies`` whole copies placed) to take off
-    units so that no host holds more of them than the copies still whole: per group
-    position, per unit, its cuts (nothing where no host is crowded). Keeps the most copies
-    ``w`` (a binary search) for which each item can keep ``w`` copies' bundles with no
-    host keeping more than ``w`` (:func:`_kept`, a flow)."""
-    slots = {item.index: item.slots for item in members}
-    hosts = [  # (group position, unit, host, its bundles of the gang), unit by unit
-        (position, unit, h, entries)
-        for position, group in enumerate(groups)
-        for unit in range(group.units)
-        for h, host in enumerate(group.hosts)
-        if (entries := [(i, n) for i, n in host if i in slots])
-    ]
-    if all(sum(n for _, n in entries) <= copies for *_, entries in hosts):
-        return {}
-    bundles = [dict(_summed(entries)) for *_, entries in hosts]
-    low, high, kept = 1, copies - 1, _kept(bundles, slots, 0)
-    while low <= high:
-        middle = (low + high) // 2
-        found = _kept(bundles, slots, middle)
-        if found is None:
-            high = middle - 1
-        else:
-            kept, low = found, middle + 1
-    assert kept is not None  # (keeping nothing always fits)
-    cuts: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
-    for (position, unit, h, _), held, keep in zip(hosts, bundles, kept, strict=True):
-        on_unit = cuts.setdefault(position, {}).setdefault(unit, [])
-        on_unit.extend(
-            (h, i, n - keep.get(i, 0)) for i, n in sorted(held.items()) if n > keep.get(i, 0)
-        )
-    return {
-        position: [tuple(per_unit.get(unit, ())) for unit in range(groups[position].units)]
-        for position, per_unit in cuts.items()
-        if any(per_unit.values())
-    }
-
-
-def _summed(entries: Sequence[tuple[int, int]]) -> dict[int, int]:
-    found: dict[int, int] = defaultdict(int)
-    for index, n in entries:
-        found[index] += n
-    return found
-
-
-def _kept(
-    hosts: Sequence[Mapping[int, int]], slots: Mapping[int, int], whole: int
-) -> list[dict[int, int]] | None:
-    """Per host, the bundles of each item to keep so that every item keeps ``whole``
-    copies' bundles (``slots`` per copy) and no host more than ``whole`` in all; None where
-    no such choice exists. A maximum flow (items to hosts, augmenting paths found by
-    breadth-first search)."""
-    need = {index: whole * n for index, n in slots.items()}
-    flow: list[dict[int, int]] = [defaultdict(int) for _ in hosts]
-    load = [0] * len(hosts)
-    while any(need.values()):
-        path = _augmenting_path(hosts, flow, load, need, whole)
-        if path is None:
-            return None
-        item, steps = path
-        room = min(
-            [need[item], whole - load[steps[-1][1]]]
-            + [hosts[h][i] - flow[h][i] if forward else flow[h][i] for i, h, forward in steps]
-        )
-        need[item] -= room
-        load[steps[-1][1]] += room
-        for i, h, forward in steps:
-            flow[h][i] += room if forward else -room
-    return [dict(f) for f in flow]
-
-
-def _augmenting_path(hosts, flow, load, need, whole):
-    """A shortest path from an item still short to a host with room, through hosts whose
-    kept bundles of another item can move: (the item, [(item, host, forward)])."""
-    parent: dict[tuple[str, int], tuple] = {}
-    queue = [("item", i) for i in sorted(need) if need[i] > 0]
-    for node in queue:
-        parent[node] = None
-    for kind, node in queue:
-        if kind == "item":
-            for h, held in enumerate(hosts):
-                if flow[h][node] < held.get(node, 0) and ("host", h) not in parent:
-                    parent[("host", h)] = ("item", node)
-                    if load[h] < whole:
-                        return _path(parent, h)
-                    queue.append(("host", h))
-        else:
-            for i, kept in sorted(flow[node].items()):
-                if kept > 0 and ("item", i) not in parent:
-                    parent[("item", i)] = ("host", node)
-                    queue.append(("item", i))
-    return None
-
-
-def _path(parent, host):
-    steps = []
-    node = ("host", host)
-    while parent[node] is not None:
-        kind, item = parent[node]
-        steps.append((item, node[1], True))
-        previous = parent[(kind, item)]
-        if previous is None:
-            return item, list(reversed(steps))
-        steps.append((item, previous[1], False))
-        node = previous
-    raise AssertionError("a path starts at an item")
-
-
-def _runs(per_unit: Sequence[Cuts]) -> list[tuple[Cuts, int]]:
-    """Consecutive units that shed alike: (their cuts, how many)."""
-    runs: list[tuple[Cuts, int]] = []
-    for cuts in per_unit:
-        if runs and runs[-1][0] == cuts:
-            runs[-1] = (cuts, runs[-1][1] + 1)
-        else:
-            runs.append((cuts, 1))
-    return runs
 
 
 def _without(hosts: list[list[tuple[int, int]]], index: int, copies: int) -> list:

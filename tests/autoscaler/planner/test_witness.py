@@ -26,7 +26,7 @@ from autoscaler.planner import (
     plan,
 )
 from autoscaler.planner.colouring import colour_edges
-from autoscaler.planner.planner import _kept
+from autoscaler.planner.keeping import kept
 from autoscaler.planner.verify import verify
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -383,11 +383,11 @@ def test_gang_bundles_kept_under_limits_are_chosen_by_a_flow():
     hosts = [{2: 4}, {3: 4, 4: 13, 2: 1}, {1: 4, 2: 10}, {1: 8, 2: 7}, {3: 4, 2: 1}]
     hosts.append({3: 4, 4: 11, 2: 1})
     slots = {1: 1, 2: 2, 3: 1, 4: 2}
-    assert _kept(hosts, slots, 5) is None  # 5 copies need 30 bundles; at most 29 fit
-    kept = _kept(hosts, slots, 4)
-    for held, keep in zip(hosts, kept, strict=True):
+    assert kept(hosts, slots, 5) is None  # 5 copies need 30 bundles; at most 29 fit
+    chosen = kept(hosts, slots, 4)
+    for held, keep in zip(hosts, chosen, strict=True):
         assert sum(keep.values()) <= 4 and all(keep[i] <= held.get(i, 0) for i in keep)
-    assert {i: sum(k.get(i, 0) for k in kept) for i in slots} == {1: 4, 2: 8, 3: 4, 4: 8}
+    assert {i: sum(k.get(i, 0) for k in chosen) for i in slots} == {1: 4, 2: 8, 3: 4, 4: 8}
 
 
 @pytest.mark.parametrize("seed", range(40))
