@@ -30,15 +30,19 @@ def uncrowded(
     ``w`` (a binary search) for which each item can keep ``w`` copies' bundles with no
     host keeping more than ``w`` (:func:`kept`, a flow)."""
     slots = {item.index: item.slots for item in members}
-    hosts = [  # (group position, unit, host, its bundles of the gang), unit by unit
-        (position, unit, h, entries)
+    holding = [  # (group position, host, its bundles of the gang)
+        (position, h, entries)
         for position, group in enumerate(groups)
-        for unit in range(group.units)
         for h, host in enumerate(group.hosts)
         if (entries := [(i, n) for i, n in host if i in slots])
     ]
-    if all(sum(n for _, n in entries) <= copies for *_, entries in hosts):
+    if all(sum(n for _, n in entries) <= copies for *_, entries in holding):
         return {}
+    hosts = [  # ... unit by unit
+        (position, unit, h, entries)
+        for position, h, entries in holding
+        for unit in range(groups[position].units)
+    ]
     bundles = [dict(_summed(entries)) for *_, entries in hosts]
     low, high, keep = 1, copies - 1, kept(bundles, slots, 0)
     while low <= high:

@@ -508,6 +508,8 @@ class _Realisation:
         placed = self.placed()
         stripped = False
         for copies, members in self._whole_gangs(targets).values():
+            if copies == members[0].gang_copies:
+                continue  # placed whole: no host holds more of it than its copies
             cuts = uncrowded(self.groups, members, copies, placed)
             groups = []
             for position, group in enumerate(self.groups):
