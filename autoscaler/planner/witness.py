@@ -18,10 +18,12 @@ placement also names, unit by unit, which copies of its placement-group record t
 belong to (``"instances"``: per unit of the node record, ``n`` numbers below the group
 record's ``count``), so a checker sees that no host holds two bundles of one copy. A host
 may hold bundles of several of a group's positions, from different copies: the planner only
-keeps each host within the group's copies, and the copies are handed out here as the colours
-of a bipartite edge colouring (hosts against positions, one edge per bundle), which exists
-by König's theorem (every position has as many bundles as copies placed, every host at most
-that many), so each copy has every position once and no host twice.
+keeps each host within the group's copies, and plans a shape's positions as one item. Here
+each such item's bundles are first dealt to its positions, as many to each as copies are
+placed; then the copies are handed out as the colours of a bipartite edge colouring (hosts
+against positions, one edge per bundle), which exists by König's theorem (every position
+has as many bundles as copies placed, every host at most that many), so each copy has every
+position once and no host twice.
 """
 
 from __future__ import annotations
@@ -209,10 +211,10 @@ def _gang_copies(
     found: dict[HostKey, dict[int, list[tuple[int, int]]]] = {}
     for hosts in hosts_of.values():
         members = {index for _, edges, _ in hosts for index, _ in edges}
-        copies = {divmod(placed[index], items[index].slots) for index in members}
-        if len(copies) != 1 or copies.copy().pop()[1]:
-            raise ValueError(f"a STRICT_SPREAD gang placed unevenly: {sorted(copies)} copies")
-        whole = copies.pop()[0]
+        shares = {divmod(placed[index], items[index].slots) for index in members}
+        whole, rest = next(iter(shares))
+        if len(shares) != 1 or rest:
+            raise ValueError(f"a STRICT_SPREAD gang placed unevenly: {sorted(shares)} copies")
         runs = _by_position([(edges, units) for _, edges, units in hosts], items, whole)
         coloured = colour_edges([(edges, units) for _, edges, units in runs], whole)
         next_unit: dict[int, int] = {}
@@ -242,10 +244,12 @@ def _by_position(
             on_host: dict[tuple[int, int], int] = {}
             for index, count in edges:
                 first = dealt.get(index, 0)
-                dealt[index] = first + count
-                for bundle in range(first, first + count):
-                    key = (index, bundle // copies)
-                    on_host[key] = on_host.get(key, 0) + 1
+                end = dealt[index] = first + count
+                while first < end:  # bundles first .. end - 1: position k has k * copies ..
+                    k = first // copies
+                    upto = min(end, (k + 1) * copies)
+                    on_host[(index, k)] = on_host.get((index, k), 0) + upto - first
+                    first = upto
             alike = sorted(on_host.items())
             if runs and runs[-1][0] == entry and runs[-1][1] == alike:
                 runs[-1] = (entry, alike, runs[-1][2] + 1)
