@@ -2,7 +2,7 @@
 
 On small plans nearly every pattern is used once and the LP's rounding leaves units that a
 packer can empty or shrink. Each move re-packs real contents with
-:class:`~autoscaler.planner.capacity.Bin` (per-device shares, STRICT_SPREAD slots), keeps
+:class:`~autoscaler.planner.capacity.Bin` (per-device shares, STRICT_SPREAD gangs), keeps
 each item on the kinds it may use (accelerator conservation) and a launched accelerator unit
 anchored, and respects per-kind and global unit limits. A move is taken only when it lowers
 cost plus the per-unit surcharge (fewer units at nearly equal cost), so the plan never gets
@@ -145,7 +145,7 @@ class _Search:
         return kind.cost + (self.surcharge if kind.new else 0.0)
 
     def trim(self, demand: Mapping[int, int]) -> None:
-        """Copies beyond the demand off the last units holding them (gang slots are trimmed
+        """Copies beyond the demand off the last units holding them (a gang's items are trimmed
         by the planner, which keeps gangs whole)."""
         placed: dict[int, int] = {}
         for unit in self.units:

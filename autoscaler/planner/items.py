@@ -79,7 +79,7 @@ class Item:
         """The parts that take device shares."""
         self.scalar = len(self.parts) == 1 and not self.device_parts and self.spread_group is None
         """Whether scalar room alone decides how many copies fit (no devices, one part, no
-        STRICT_SPREAD slot)."""
+        STRICT_SPREAD gang)."""
 
     @property
     def needs(self) -> dict[str, int]:
@@ -190,7 +190,7 @@ def assign_candidates(
     (for room on nodes there for accelerator work), but never a reason to launch one."""
     accelerated = {t.name for t in node_types if is_accelerator_type(t)}
     roomiest = [(t.name, fresh_host(t, 0, -1)) for t in node_types]  # host 0: see fits_type
-    fitting_of: dict[tuple, list[str]] = {}  # many items share their parts (gang slots)
+    fitting_of: dict[tuple, list[str]] = {}  # many items share their parts (gangs' items)
     for item in items:
         if item.parts not in fitting_of:
             fitting_of[item.parts] = [name for name, host in roomiest if host.fits_all(item.parts)]

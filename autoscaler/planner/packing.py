@@ -4,7 +4,8 @@ A *kind* is something units can be taken from: a launchable node type (price per
 per-type room) or a group of identical free capacity (running, pending or ``min_workers``
 hosts: cost 0, as many units as hosts). A *pattern* is one unit's contents, host by host,
 found by actually packing the unit with :class:`~autoscaler.planner.capacity.Bin` (per-device
-shares, STRICT_SPREAD slots, STRICT_PACK groups), so every pattern is realisable as it stands.
+shares, STRICT_SPREAD gangs' items, STRICT_PACK groups), so every pattern is realisable as it
+stands.
 """
 
 from __future__ import annotations
@@ -164,7 +165,7 @@ def _put_on(host: Bin, placed: list[tuple[int, int]], item: Item, copies: int) -
     how many.
 
     The scalar room is checked inline (no call), and only items that pass and need more
-    (devices, several parts, a STRICT_SPREAD slot) are fitted exactly: the same copies as
+    (devices, several parts, a STRICT_SPREAD gang's item) are fitted exactly: the same copies as
     :func:`fit`, at a fraction of the calls (pricing packs every kind in several orders every
     round, and most items it visits no longer fit)."""
     if copies <= 0:

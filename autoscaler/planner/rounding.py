@@ -6,7 +6,7 @@ unit cost, so patterns of bigger units are generated too. Integer plan: the unit
 whole are kept (each new unit priced at :data:`NODE_TOLERANCE`, so bigger units win ties); the
 remainder (a few units per basic pattern) gets its own column generation, seeded with small
 single-item units (and, on large plans, with the remainder packed greedily: whole units whose
-contents fit together, which the LP's fractional patterns of, e.g., gang slots on dear nodes
+contents fit together, which the LP's fractional patterns of, e.g., gang items on dear nodes
 rarely offer), and a MIP over that LP's support and those seeds; a plan still far from its bound
 is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`), past the work budget where it may
 miss the planner's target (:data:`REPAIR_WORK`). Small plans (:data:`EXACT_UNITS`) whose

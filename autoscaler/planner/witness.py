@@ -183,7 +183,7 @@ HostKey = tuple[int, int, int]
 
 
 def _placed_gang_bundles(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[int, int]:
-    """Copies placed per STRICT_SPREAD slot item."""
+    """Bundles placed per STRICT_SPREAD gang item."""
     placed: dict[int, int] = {}
     for group in groups:
         for host in group.hosts:
@@ -196,8 +196,8 @@ def _placed_gang_bundles(groups: Sequence[Any], items: Mapping[int, Item]) -> di
 def _gang_copies(
     groups: Sequence[Any], items: Mapping[int, Item], placed: Mapping[int, int]
 ) -> dict[HostKey, dict]:
-    """Per host, per STRICT_SPREAD slot item on it, the copies of its gang its bundles
-    belong to (see the module doc); ``placed``: copies placed per slot item."""
+    """Per host, per STRICT_SPREAD gang item on it, (position, copy of its gang) of each of
+    its bundles (see the module doc); ``placed``: bundles placed per gang item."""
     hosts_of: dict[int, list[tuple[tuple[int, int], list[tuple[int, int]], int]]] = {}
     for position, group in enumerate(groups):
         for h, content in enumerate(group.hosts):
