@@ -21,29 +21,27 @@ Cuts = tuple[tuple[int, int, int], ...]
 """Bundles one unit sheds: (host, item, bundles)."""
 
 
-def uncrowded(
-    groups: Sequence[Any], members: Sequence[Item], copies: int, placed: Mapping[int, int]
-) -> dict[int, list[Cuts]]:
+def uncrowded(groups: Sequence[Any], members: Sequence[Item], copies: int) -> dict[int, list[Cuts]]:
     """Bundles of one gang (its ``members``, ``copies`` whole copies placed) to take off
     units so that no host holds more of them than the copies still whole: per group
     position, per unit, its cuts (nothing where no host is crowded). Keeps the most copies
     ``w`` (a binary search) for which each item can keep ``w`` copies' bundles with no
     host keeping more than ``w`` (:func:`kept`, a flow)."""
     slots = {item.index: item.slots for item in members}
-    holding = [  # (group position, host, its bundles of the gang)
-        (position, h, entries)
+    holding = [  # (group position, host, its bundles of the gang per item)
+        (position, h, held)
         for position, group in enumerate(groups)
         for h, host in enumerate(group.hosts)
-        if (entries := [(i, n) for i, n in host if i in slots])
+        if (held := _held(host, slots))
     ]
-    if all(sum(n for _, n in entries) <= copies for *_, entries in holding):
+    if all(sum(held.values()) <= copies for *_, held in holding):
         return {}
-    hosts = [  # ... unit by unit
-        (position, unit, h, entries)
-        for position, h, entries in holding
+    hosts = [  # ... unit by unit (alike units share what they hold)
+        (position, unit, h, held)
+        for position, h, held in holding
         for unit in range(groups[position].units)
     ]
-    bundles = [dict(_summed(entries)) for *_, entries in hosts]
+    bundles = [held for *_, held in hosts]
     low, high, keep = 1, copies - 1, kept(bundles, slots, 0)
     while low <= high:
         middle = (low + high) // 2
@@ -54,7 +52,7 @@ def uncrowded(
             keep, low = found, middle + 1
     assert keep is not None  # (keeping nothing always fits)
     cuts: dict[int, dict[int, list[tuple[int, int, int]]]] = {}
-    for (position, unit, h, _), held, on_host in zip(hosts, bundles, keep, strict=True):
+    for (position, unit, h, held), on_host in zip(hosts, keep, strict=True):
         on_unit = cuts.setdefault(position, {}).setdefault(unit, [])
         on_unit.extend(
             (h, i, n - on_host.get(i, 0)) for i, n in sorted(held.items()) if n > on_host.get(i, 0)
@@ -66,11 +64,13 @@ def uncrowded(
     }
 
 
-def _summed(entries: Sequence[tuple[int, int]]) -> dict[int, int]:
+def _held(host: Sequence[tuple[int, int]], slots: Mapping[int, int]) -> dict[int, int]:
+    """The bundles ``host`` holds of each of the gang's items (those in ``slots``)."""
     found: dict[int, int] = defaultdict(int)
-    for index, n in entries:
-        found[index] += n
-    return found
+    for index, n in host:
+        if index in slots:
+            found[index] += n
+    return dict(found)
 
 
 def kept(

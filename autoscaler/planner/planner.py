@@ -505,12 +505,11 @@ class _Realisation:
         bundles than the copies placed (``targets``), and then no hand-out of its copies
         exists: take bundles off such hosts, keeping as many copies as
         :func:`~autoscaler.planner.keeping.uncrowded` finds; returns whether any were taken."""
-        placed = self.placed()
         stripped = False
         for copies, members in self._whole_gangs(targets).values():
             if copies == members[0].gang_copies:
                 continue  # placed whole: no host holds more of it than its copies
-            cuts = uncrowded(self.groups, members, copies, placed)
+            cuts = uncrowded(self.groups, members, copies)
             groups = []
             for position, group in enumerate(self.groups):
                 if position not in cuts:

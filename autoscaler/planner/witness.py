@@ -81,8 +81,11 @@ def build(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[str, Any]:
     item of the demand, placed or not."""
     placed = _placed_gang_bundles(groups, items)
     gang_copies = _gang_copies(groups, items, placed)
+    records = {index: _records(items[index]) for index in placed}
     cursors = {  # (a gang's copies 0 .. n - 1 are placed, every position of each)
-        index: _Cursor(_gang_left(item, placed[index]) if index in placed else item.sources)
+        index: _Cursor(
+            _gang_left(item, records[index], placed[index]) if index in placed else item.sources
+        )
         for index, item in items.items()
     }
     members: dict[int, Iterator[int]] = {}
@@ -98,7 +101,8 @@ def build(groups: Sequence[Any], items: Mapping[int, Item]) -> dict[str, Any]:
         gangs: list[GangCopies] = [{}] * group.units
         if any(index in placed for host in group.hosts for index, _ in host):
             gangs = [
-                _unit_gang_copies(granted, gang_copies, position, u) for u in range(group.units)
+                _unit_gang_copies(granted, gang_copies, records, position, u)
+                for u in range(group.units)
             ]
         left, unit = group.units, 0
         while left > 0:
@@ -133,9 +137,10 @@ GangCopies = dict[tuple[int, int], list[tuple[Source, list[int]]]]
 """One unit's STRICT_SPREAD bundles: per (host, entry on it), per record, their copies."""
 
 
-def _unit_gang_copies(granted, gang_copies, position: int, unit: int) -> GangCopies:
+def _unit_gang_copies(granted, gang_copies, records, position: int, unit: int) -> GangCopies:
     """The copies unit ``unit`` of group ``position`` holds, entry by entry (an item may be
-    listed twice on a host: its copies go to its entries in order)."""
+    listed twice on a host: its copies go to its entries in order); ``records``: per gang
+    item, :func:`_records`."""
     found: GangCopies = {}
     for h, entries in enumerate(granted):
         on_host = gang_copies.get((position, unit, h))
@@ -147,7 +152,7 @@ def _unit_gang_copies(granted, gang_copies, position: int, unit: int) -> GangCop
                 start = given.get(item.index, 0)
                 given[item.index] = start + len(per_copy)
                 mine = on_host[item.index][start : start + len(per_copy)]
-                found[(h, e)] = _copies_by_source(item, mine)
+                found[(h, e)] = _copies_by_source(records[item.index], mine)
     return found
 
 
@@ -316,13 +321,13 @@ def _placements(entries, cursors, items, units: int, gangs) -> list[dict[str, An
 
 
 def _copies_by_source(
-    item: Item, bundles: Sequence[tuple[int, int]]
+    records: Sequence[Record], bundles: Sequence[tuple[int, int]]
 ) -> list[tuple[Source, list[int]]]:
     """A gang item's ``bundles`` ((k, copy): the k-th position of the item's shape, copies
-    numbered across the records the gang merges, in demand order) as (bundle source: record
-    and position, their copies' numbers within the record)."""
+    numbered across the records the gang merges, in demand order; ``records``: the item's
+    :func:`_records`) as (bundle source: record and position, their copies' numbers within
+    the record)."""
     found: dict[tuple[int, int], list[int]] = {}
-    records = _records(item)
     offsets = [offset for offset, _, _ in records]
     for k, copy in bundles:
         number = bisect_right(offsets, copy) - 1
@@ -333,10 +338,13 @@ def _copies_by_source(
     ]
 
 
-def _records(item: Item) -> list[tuple[int, int, list[Source]]]:
+Record = tuple[int, int, list[Source]]
+
+
+def _records(item: Item) -> list[Record]:
     """A gang item's records: (first copy's number across them, copies, the sources of its
     positions of the item's shape, in order)."""
-    records: list[tuple[int, int, list[Source]]] = []
+    records: list[Record] = []
     offset = 0
     for source, count in item.sources:
         if records and records[-1][2][0][1] == source[1]:
@@ -348,13 +356,13 @@ def _records(item: Item) -> list[tuple[int, int, list[Source]]]:
     return records
 
 
-def _gang_left(item: Item, bundles: int) -> list[tuple[Source, int]]:
+def _gang_left(item: Item, records: Sequence[Record], bundles: int) -> list[tuple[Source, int]]:
     """A gang item's sources and the copies of each left out where ``bundles`` of it (its
     gang's first copies, every position of each) are placed."""
     placed = bundles // item.slots
     return [
         (source, count - min(count, max(0, placed - offset)))
-        for offset, count, sources in _records(item)
+        for offset, count, sources in records
         for source in sources
     ]
 
