@@ -292,38 +292,44 @@ def _value_bound(kind: Kind, duals: np.ndarray, caps: np.ndarray) -> float:
 
 def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) -> list[Pattern]:
     """Candidate patterns for ``kind`` at these duals (per item index): greedy packings in
-    three orders, or (``wide``) the best of the packings that start with each item in turn."""
+    three orders, or (``wide``) the best of the packings that start with each item in turn.
+    (A kind holds a dozen items on average: Python lists beat numpy's per-call cost here.)"""
     vectors = unit_vectors(kind)
-    values = duals[vectors.indices]
-    valued = np.flatnonzero(values > 1e-12)
-    riders = vectors.riders
-    if valued.size == 0 or (kind.needs_anchor and riders[valued].all()):
+    values = duals[vectors.indices].tolist()
+    valued = [row for row, value in enumerate(values) if value > 1e-12]
+    riders, anchored = vectors.rider_list, kind.needs_anchor
+    if not valued or (anchored and all(riders[row] for row in valued)):
         return []
-    kind_caps = caps[vectors.indices]
-    orders = []
-    for key in (-values / vectors.dominant, -values / vectors.summed, -values):
-        order = valued[np.lexsort((vectors.indices[valued], key[valued]))]
-        if kind.needs_anchor:  # accelerator work first, riders in the room it leaves
-            order = np.concatenate((order[~riders[order]], order[riders[order]]))
-        orders.append(order)
+    kind_caps = caps[vectors.indices].tolist()
+    indices = vectors.index_list
 
+    def ordered(per: Sequence[float] | None) -> list[int]:
+        """Valued rows by value (per ``per``) descending, ties by item index; accelerator
+        work first, riders in the room it leaves."""
+        if per is None:
+            order = sorted(valued, key=lambda row: (-values[row], indices[row]))
+        else:
+            order = sorted(valued, key=lambda row: (-values[row] / per[row], indices[row]))
+        if anchored:
+            order = [row for row in order if not riders[row]] + [r for r in order if riders[r]]
+        return order
+
+    base = ordered(vectors.dominant)
     if wide:
-        base = orders[0]
         best: tuple[float, Pattern] | None = None
         for first in base[:WIDE_FIRST]:
-            if kind.needs_anchor and riders[first]:
+            if anchored and riders[first]:
                 continue
-            pattern = pack_rows(kind, np.concatenate(([first], base[base != first])), kind_caps)
+            pattern = pack_rows(kind, [first] + [row for row in base if row != first], kind_caps)
             if pattern is not None and (best is None or _worth(pattern, duals) > best[0] + 1e-12):
                 best = (_worth(pattern, duals), pattern)
         return [] if best is None else [best[1]]
-    rider_indices = set(vectors.indices[riders].tolist())
     found: list[Pattern] = []
-    for order in orders:
+    for order in (base, ordered(vectors.summed), ordered(None)):
         pattern = pack_rows(kind, order, kind_caps)
         if pattern is None or pattern in found:
             continue
-        if kind.needs_anchor and all(index in rider_indices for index in pattern.totals()):
+        if anchored and all(index in vectors.rider_indices for index in pattern.totals()):
             continue
         found.append(pattern)
     return found

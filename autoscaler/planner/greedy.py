@@ -50,10 +50,10 @@ def greedy(
         found = np.flatnonzero(caps > 0)
         if found.size == 0:
             return None
-        order = found[np.argsort(ranks[kind.index][found], kind="stable")]
+        order = found[np.argsort(ranks[kind.index][found], kind="stable")].tolist()
         if first is not None:
-            order = np.concatenate(([first], order[order != first]))
-        return pack_rows(kind, order, caps)
+            order = [first] + [row for row in order if row != first]
+        return pack_rows(kind, order, caps.tolist())
 
     def take(kind: Kind, pattern: Pattern, most: int | None) -> int:
         totals = [(at[index], copies) for index, copies in pattern.totals().items()]

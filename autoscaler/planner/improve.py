@@ -86,6 +86,18 @@ def improve(
     return kept + search.patterns()
 
 
+@dataclass
+class _Room:
+    """The units' free scalar resources, fullest units first, for first fit."""
+
+    order: list[_Unit]
+    row_of: dict[int, int]
+    """Unit (by id) -> its row."""
+    free: np.ndarray
+    total: np.ndarray
+    """Free resources of all units together (none counted below zero)."""
+
+
 class _Search:
     def __init__(self, units, kinds, items, global_room, surcharge, kept, budget) -> None:
         self.units: list[_Unit] = units
@@ -110,7 +122,8 @@ class _Search:
         self.budget = budget
         self.total = sum(u.kind.cost for u in units) + sum(kinds[p.kind].cost * n for p, n in kept)
         self.names = sorted({name for unit in units for name in unit.host.free})
-        self.matrix: tuple[np.ndarray, np.ndarray] | None = None
+        self.column = {name: j for j, name in enumerate(self.names)}
+        self.matrix: _Room | None = None
         self.wants: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         """Per item index: the resources one copy needs (positions) and how much of each."""
         for unit in self.units:
@@ -208,11 +221,10 @@ class _Search:
             if self.trials <= 0:
                 break
             self.trials -= 1
-            others = [u for u in self.units if u is not unit]
             trial: dict[int, Bin] = {}
             additions: dict[int, list[tuple[int, int]]] = {}
             if self._place_all(unit, trial, additions):
-                for other in others:
+                for other in self.units:
                     if id(other) in additions:
                         other.host = trial[id(other)]
                         self._rebuild(other, other.content + additions[id(other)], other.host)
@@ -220,29 +232,35 @@ class _Search:
                 changed = True
         return changed
 
+    def _room(self) -> _Room:
+        """The units' free resources, fullest units first (rebuilt after a move)."""
+        if self.matrix is None:
+            sizes = np.array([-len(u.content) for u in self.units], np.int64)
+            rows = np.argsort(sizes, kind="stable")  # ties keep their order
+            order = [self.units[r] for r in rows.tolist()]
+            free = np.array([u.free for u in order], np.int64).reshape(len(order), len(self.names))
+            total = np.maximum(free, 0).sum(axis=0)
+            self.matrix = _Room(order, {id(u): row for row, u in enumerate(order)}, free, total)
+        return self.matrix
+
     def _place_all(self, unit, trial, additions) -> bool:
         """First fit of ``unit``'s contents into copies of the other hosts, fullest units
-        first."""
-        if self.matrix is None:  # the units' free resources and sizes, rebuilt after a move
-            self.matrix = (
-                np.array([u.free for u in self.units], np.int64).reshape(
-                    len(self.units), len(self.names)
-                ),
-                np.array([-len(u.content) for u in self.units], np.int64),
-            )
-        matrix, sizes = self.matrix
-        rows = np.argsort(sizes, kind="stable")  # ties keep their order
-        rows = rows[[self.units[r] is not unit for r in rows.tolist()]]
-        order = [self.units[r] for r in rows.tolist()]
-        free = matrix[rows]
+        first (none tried where the others' free resources together fall short)."""
+        room = self._room()
+        own = room.row_of[id(unit)]
+        others = (room.total - np.maximum(room.free[own], 0)).tolist()
+        column = self.column
+        if any(need > others[column[name]] for name, need in unit.needs.items() if name in column):
+            return False
+        free = room.free.copy()
         for index, copies in self._packing_order(unit.content):
             item = self.items[index]
             left = copies
-            columns, needs = self._wants(index)
+            columns, wants = self._wants(index)
             # Only hosts with room for one copy's scalar needs are fitted (the rest fit none).
-            for row in np.flatnonzero((free[:, columns] >= needs).all(axis=1)).tolist():
-                other = order[row]
-                if index not in self.eligible[other.kind.index]:
+            for row in np.flatnonzero((free[:, columns] >= wants).all(axis=1)).tolist():
+                other = room.order[row]
+                if row == own or index not in self.eligible[other.kind.index]:
                     continue
                 host = trial.get(id(other), other.host)
                 n = fit(host, item, left)
@@ -250,7 +268,7 @@ class _Search:
                     if id(other) not in trial:
                         host = trial[id(other)] = other.host.copy(other.host.unit)
                     put(host, item, n)
-                    free[row, columns] -= needs * n
+                    free[row, columns] -= wants * n
                     additions.setdefault(id(other), []).append((index, n))
                     left -= n
                     if not left:

@@ -122,31 +122,31 @@ def pack(kind: Kind, order: Sequence[Item], caps: Mapping[int, int]) -> Pattern 
     return _pattern(kind, content)
 
 
-def pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None:
+def pack_rows(kind: Kind, order: Sequence[int], caps: Sequence[int]) -> Pattern | None:
     """:func:`pack` with the order given as positions in ``kind.items`` and caps per position.
 
     Remembered per kind: pricing meets the same order and caps again in later rounds (a
     third to a half of its packings on small and 200-bundle plans), and packing is
     deterministic, so the pattern is the one packed before."""
     packed = kind.__dict__.setdefault("_packed", {})
-    key = (order.tobytes(), caps[order].tobytes())
-    if key not in packed:
-        packed[key] = _pack_rows(kind, order, caps)
-    return packed[key]
+    key = (tuple(order), tuple([caps[row] for row in order]))
+    found = packed.get(key, False)
+    if found is False:
+        found = packed[key] = _pack_rows(kind, order, caps)
+    return found
 
 
-def _pack_rows(kind: Kind, order: np.ndarray, caps: np.ndarray) -> Pattern | None:
+def _pack_rows(kind: Kind, order: Sequence[int], caps: Sequence[int]) -> Pattern | None:
     items = kind.items
     hosts = [h.copy(h.unit) for h in kind.hosts]
     content: list[list[tuple[int, int]]] = [[] for _ in hosts]
-    rows = zip(order.tolist(), caps[order].tolist(), strict=True)
     if len(hosts) == 1:  # most kinds: no loop over hosts per item
         host, placed = hosts[0], content[0]
-        for row, copies in rows:
-            _put_on(host, placed, items[row], copies)
+        for row in order:
+            _put_on(host, placed, items[row], caps[row])
     else:
-        for row, copies in rows:
-            _put_greedily(hosts, content, items[row], copies)
+        for row in order:
+            _put_greedily(hosts, content, items[row], caps[row])
     return _pattern(kind, content)
 
 
@@ -194,20 +194,23 @@ def _pattern(kind: Kind, content: list[list[tuple[int, int]]]) -> Pattern | None
 
 @dataclass(frozen=True)
 class UnitVectors:
-    """A kind's items as arrays (one row per position in ``kind.items``)."""
+    """A kind's items as arrays (one row per position in ``kind.items``), and as lists where
+    pricing reads them one by one."""
 
     names: list[str]
     needs: np.ndarray
     """Units of each resource in ``names`` one copy needs."""
     indices: np.ndarray
     """Item index per row."""
-    dominant: np.ndarray
-    """Largest share of one unit's capacity one copy takes."""
-    summed: np.ndarray
-    """Sum of the shares of one unit's capacity one copy takes."""
-    riders: np.ndarray
     capacity: np.ndarray
     """One unit's capacity of each resource in ``names`` (all hosts together)."""
+    index_list: list[int]
+    dominant: list[float]
+    """Largest share of one unit's capacity one copy takes."""
+    summed: list[float]
+    """Sum of the shares of one unit's capacity one copy takes."""
+    rider_list: list[bool]
+    rider_indices: frozenset[int]
 
 
 def unit_vectors(kind: Kind) -> UnitVectors:
@@ -227,14 +230,18 @@ def unit_vectors(kind: Kind) -> UnitVectors:
             needs[position, column[name]] = need
     total = np.array([capacity.get(name, 0) for name in names], np.float64)
     shares = np.where(total > 0, needs / np.where(total > 0, total, 1.0), 0.0)
+    indices = [item.index for item in kind.items]
+    riders = [item.rider for item in kind.items]
     cached = UnitVectors(
         names,
         needs,
-        np.array([item.index for item in kind.items], np.int64),
-        np.maximum(shares.max(axis=1, initial=0.0), 1e-9),
-        np.maximum(shares.sum(axis=1), 1e-9),
-        np.array([item.rider for item in kind.items], bool),
+        np.array(indices, np.int64),
         total.astype(np.int64),
+        indices,
+        np.maximum(shares.max(axis=1, initial=0.0), 1e-9).tolist(),
+        np.maximum(shares.sum(axis=1), 1e-9).tolist(),
+        riders,
+        frozenset(i for i, rider in zip(indices, riders, strict=True) if rider),
     )
     kind.__dict__["_vectors"] = cached
     return cached
