@@ -241,12 +241,14 @@ def column_generation(
         for wide in (False, True):  # the wider search only once the quick one finds nothing
             if budget is not None:
                 budget.spend(sum(len(kind.items) for kind in kinds))
+            improving = []
             for kind in kinds:
                 for pattern in _price(kind, duals, cap_vector, wide):
                     value = _worth(pattern, item_duals)
                     reduced = master.unit_cost(kind) - value - kind_duals[kind.index]
-                    if reduced < -1e-7 * max(1.0, master.unit_cost(kind)) and master.add(pattern):
-                        added += 1
+                    if reduced < -1e-7 * max(1.0, master.unit_cost(kind)):
+                        improving.append(pattern)
+            added = master.add_all(improving)
             if added:
                 break
         if not added:

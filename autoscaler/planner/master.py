@@ -10,7 +10,7 @@ limit, makes plans integer.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -95,37 +95,52 @@ class Master:
         return kind.cost + (self.surcharge if kind.new else 0.0)
 
     def add(self, pattern: Pattern) -> bool:
-        if pattern in self.known:
-            return False
-        self.known.add(pattern)
-        kind = self.kinds[pattern.kind]
-        rows, vals = [], []
-        for index, copies in sorted(pattern.totals().items()):
-            if index in self.row_of:
-                rows.append(self.row_of[index])
-                vals.append(float(copies))
-        if not rows:
-            return False
-        if kind.index in self.limit_row:
-            rows.append(self.limit_row[kind.index])
-            vals.append(1.0)
-        if self.global_row is not None and kind.new:
-            rows.append(self.global_row)
-            vals.append(1.0)
-        if self.cost_row is not None and kind.cost:
-            rows.append(self.cost_row)
-            vals.append(kind.cost)
-        self.cols.append(self.h.getNumCol())
-        self.patterns.append(pattern)
-        self.h.addCol(
-            self.unit_cost(kind),
-            0.0,
-            self.highspy.kHighsInf,
-            len(rows),
-            np.array(rows, np.int32),
-            np.array(vals),
-        )
-        return True
+        return self.add_all([pattern]) == 1
+
+    def add_all(self, patterns: Iterable[Pattern]) -> int:
+        """Add the patterns not known yet, as columns, in one call; returns how many."""
+        costs: list[float] = []
+        starts: list[int] = []
+        rows: list[int] = []
+        vals: list[float] = []
+        first_col = self.h.getNumCol()
+        for pattern in patterns:
+            if pattern in self.known:
+                continue
+            self.known.add(pattern)
+            kind = self.kinds[pattern.kind]
+            start = len(rows)
+            for index, copies in sorted(pattern.totals().items()):
+                if index in self.row_of:
+                    rows.append(self.row_of[index])
+                    vals.append(float(copies))
+            if len(rows) == start:
+                continue
+            if kind.index in self.limit_row:
+                rows.append(self.limit_row[kind.index])
+                vals.append(1.0)
+            if self.global_row is not None and kind.new:
+                rows.append(self.global_row)
+                vals.append(1.0)
+            if self.cost_row is not None and kind.cost:
+                rows.append(self.cost_row)
+                vals.append(kind.cost)
+            self.cols.append(first_col + len(costs))
+            self.patterns.append(pattern)
+            starts.append(start)
+            costs.append(self.unit_cost(kind))
+        if costs:
+            self.h.addCols(
+                len(costs),
+                np.array(costs),
+                np.zeros(len(costs)),
+                np.full(len(costs), self.highspy.kHighsInf),
+                len(rows),
+                np.array(starts, np.int32),
+                np.array(rows, np.int32),
+                np.array(vals),
+            )
+        return len(costs)
 
     def solve_lp(self) -> tuple[dict[int, float], dict[int, float], float]:
         """Item duals, each kind's limit dual plus the global one (<= 0), and the LP value."""
@@ -185,11 +200,9 @@ class Master:
         """The same program over the current LP solution's patterns and ``extra`` only: a MIP
         over a few dozen columns has a cheap root, whatever the pool grew to."""
         support = Master(*self.args, self.surcharge)
-        for pattern, value in zip(self.patterns, self.lp_values(), strict=True):
-            if value > 1e-9:
-                support.add(pattern)
-        for pattern in extra:
-            support.add(pattern)
+        values = self.lp_values()
+        support.add_all(p for p, value in zip(self.patterns, values, strict=True) if value > 1e-9)
+        support.add_all(extra)
         support.solve_lp()
         return support
 
@@ -198,11 +211,10 @@ class Master:
         ``reduced_cost`` (the LP's support included) and ``extra``, without its cost cap."""
         near = Master(*self.args, self.surcharge)
         duals = self.h.getSolution().col_dual
-        for pattern, col in zip(self.patterns, self.cols, strict=True):
-            if duals[col] <= reduced_cost:
-                near.add(pattern)
-        for pattern in extra:
-            near.add(pattern)
+        near.add_all(
+            p for p, col in zip(self.patterns, self.cols, strict=True) if duals[col] <= reduced_cost
+        )
+        near.add_all(extra)
         return near
 
     def bound_rows(

@@ -142,8 +142,12 @@ def _pack_rows(kind: Kind, order: Sequence[int], caps: Sequence[int]) -> Pattern
     content: list[list[tuple[int, int]]] = [[] for _ in hosts]
     if len(hosts) == 1:  # most kinds: no loop over hosts per item
         host, placed = hosts[0], content[0]
+        free, needed = host.free, unit_vectors(kind).needed_by_all
         for row in order:
-            _put_on(host, placed, items[row], caps[row])
+            if _put_on(host, placed, items[row], caps[row]) and any(
+                free.get(name, 0) < least for name, least in needed
+            ):
+                break  # full: no item left fits (a resource every item needs is short)
     else:
         for row in order:
             _put_greedily(hosts, content, items[row], caps[row])
@@ -211,6 +215,9 @@ class UnitVectors:
     """Sum of the shares of one unit's capacity one copy takes."""
     rider_list: list[bool]
     rider_indices: frozenset[int]
+    needed_by_all: tuple[tuple[str, int], ...]
+    """(resource, least units one copy of any item needs) for each resource every item
+    needs: a host with less of one holds nothing more."""
 
 
 def unit_vectors(kind: Kind) -> UnitVectors:
@@ -232,6 +239,8 @@ def unit_vectors(kind: Kind) -> UnitVectors:
     shares = np.where(total > 0, needs / np.where(total > 0, total, 1.0), 0.0)
     indices = [item.index for item in kind.items]
     riders = [item.rider for item in kind.items]
+    used = [{name for name, _ in item.positive_needs} for item in kind.items]
+    shared = set.intersection(*used) if used else set()
     cached = UnitVectors(
         names,
         needs,
@@ -242,6 +251,7 @@ def unit_vectors(kind: Kind) -> UnitVectors:
         np.maximum(shares.sum(axis=1), 1e-9).tolist(),
         riders,
         frozenset(i for i, rider in zip(indices, riders, strict=True) if rider),
+        tuple((n, min(item.needs[n] for item in kind.items)) for n in sorted(shared)),
     )
     kind.__dict__["_vectors"] = cached
     return cached

@@ -206,8 +206,7 @@ def generate(
     start: dict[Pattern, int] = {}
     if positions(items) >= GREEDY_START_ITEMS:
         start = _greedy_rest({}, items, demand, kinds, global_room)
-    for pattern in start:
-        master.add(pattern)
+    master.add_all(start)
     for item in [] if start else items:  # else a unit of the cheapest kind holding it alone
         seed(master, kinds, item, caps, 1)
 
@@ -478,8 +477,7 @@ def _round(
     rest_limits, rest_room = _room_left(taken, kinds, global_room)
     rest_items = [by_index[i] for i in sorted(rest)]
     residual = Master(rest_items, rest, kinds, rest_limits, rest_room, penalty, master.surcharge)
-    for pattern in master.patterns:
-        residual.add(pattern)
+    residual.add_all(master.patterns)
     seeded = [  # small units for what is left: each item alone
         pattern
         for item in rest_items
@@ -564,8 +562,7 @@ def _dive(master, items, demand, kinds, limits, global_room, penalty, notes, poo
     pattern it takes most of; plan what is left again (patterns made for it); repeat. (Its
     patterns join the pool the fewest-units MIP chooses from.)"""
     dive = Master(items, demand, kinds, limits, global_room, penalty, master.surcharge)
-    for pattern in master.patterns:
-        dive.add(pattern)
+    dive.add_all(master.patterns)
     fixed: dict[Pattern, int] = {}
     for _ in range(DIVE_STEPS):
         covered = covered_copies(fixed)
@@ -643,8 +640,7 @@ def _fewest_units(
     if work.mip_exhausted or new_units > FEWEST_MIP_UNITS:
         return best
     master = Master(items, placed, kinds, limits, global_room, penalty, weight)
-    for pattern in [*pool, *moved]:
-        master.add(pattern)
+    master.add_all([*pool, *moved])
     master.cap_cost(budget)
     column_generation(master, kinds, placed, MAX_ROUNDS, work)
     *_, value = master.solve_lp()  # (column generation may stop with patterns unpriced)
