@@ -280,6 +280,7 @@ class BoundModel:
         count_units: bool = True,
         whole_floor: float = 0.0,
         meanwhile: Callable[[Future[float | None]], None] | None = None,
+        plan_cost: float | None = None,
     ) -> Bounds:
         """Bounds for placing the demand; the unit bound holds for plans whose new units cost
         at most ``cost_cap`` (None: any plan). ``known_cost(floor)``: a cost bound proved
@@ -291,7 +292,10 @@ class BoundModel:
         ``whole_floor``: a cost bound this demand got before (rounding's): where it shows a
         plan costing ``cost_cap`` within :data:`TARGET`, the whole-unit cost MIP, which gave
         it, is not run again. ``meanwhile(mip)``: the caller's work, done while that MIP runs
-        (only where it runs; ``mip`` will hold its dual bound)."""
+        (only where it runs; ``mip`` will hold its dual bound). ``plan_cost``: the cost of the
+        plan the bound is for; where the bound known shows it within :data:`TARGET`, that MIP
+        is not run for a tighter one (on the 200-bundle sweep, 0.1-0.3 s for a bound a few
+        tenths of a percent higher)."""
         if not self.items:
             return Bounds(0.0, 0)
         if self.counted:
@@ -307,7 +311,8 @@ class BoundModel:
         if again and (solved := self._still_optimal(cost_cap)) is not None:
             cost_bound, again = max(cost_bound, solved), False
         cost_mip, cost_notes = None, []
-        if small and again and cost_cap > close * cost_bound:
+        shown = plan_cost is not None and plan_cost <= (1 + TARGET) * cost_bound
+        if small and again and not shown and cost_cap > close * cost_bound:
             enough, stall_above = cost_cap / close, cost_cap / (1 + TARGET)
             cost_mip = in_background(self._whole_units, None, enough, cost_notes, stall_above)
         units = 0

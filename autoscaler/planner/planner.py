@@ -165,6 +165,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         sum(launch.count for launch in launches if launch.reason == "demand"),
         known_cost,
         whole_floor=realised.cost_floor if places_all else 0.0,
+        plan_cost=demand_cost,
     )
     notes.extend(bounds.notes)
     cost_bound, unit_bound = bounds.cost, bounds.units
