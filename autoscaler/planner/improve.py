@@ -123,7 +123,7 @@ class _Search:
         self.total = sum(u.kind.cost for u in units) + sum(kinds[p.kind].cost * n for p, n in kept)
         self.names = sorted({name for unit in units for name in unit.host.free})
         self.column = {name: j for j, name in enumerate(self.names)}
-        self.matrix: _Room | None = None
+        self.cached_room: _Room | None = None
         self.wants: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         """Per item index: the resources one copy needs (positions) and how much of each."""
         for unit in self.units:
@@ -141,7 +141,7 @@ class _Search:
         unit.needs = needs
         unit.kinds = mask if anchored else mask & self.anchorless
         unit.free = np.array([unit.host.free.get(name, 0) for name in self.names], np.int64)
-        self.matrix = None
+        self.cached_room = None
 
     def _wants(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         found = self.wants.get(index)
@@ -182,7 +182,7 @@ class _Search:
                     self._rebuild(unit, _less(unit.content, index, take))
                     excess -= take
         self.units = [u for u in self.units if u.content]
-        self.matrix = None
+        self.cached_room = None
         self._anchor()
 
     def _anchor(self) -> None:
@@ -234,14 +234,15 @@ class _Search:
 
     def _room(self) -> _Room:
         """The units' free resources, fullest units first (rebuilt after a move)."""
-        if self.matrix is None:
+        if self.cached_room is None:
             sizes = np.array([-len(u.content) for u in self.units], np.int64)
             rows = np.argsort(sizes, kind="stable")  # ties keep their order
             order = [self.units[r] for r in rows.tolist()]
             free = np.array([u.free for u in order], np.int64).reshape(len(order), len(self.names))
             total = np.maximum(free, 0).sum(axis=0)
-            self.matrix = _Room(order, {id(u): row for row, u in enumerate(order)}, free, total)
-        return self.matrix
+            row_of = {id(unit): row for row, unit in enumerate(order)}
+            self.cached_room = _Room(order, row_of, free, total)
+        return self.cached_room
 
     def _place_all(self, unit, trial, additions) -> bool:
         """First fit of ``unit``'s contents into copies of the other hosts, fullest units
@@ -427,7 +428,7 @@ class _Search:
         return True
 
     def _drop(self, unit: _Unit) -> None:
-        self.matrix = None
+        self.cached_room = None
         self.units.remove(unit)
         self.used[unit.kind.index] -= 1
         self.total -= unit.kind.cost

@@ -209,12 +209,15 @@ class UnitVectors:
     capacity: np.ndarray
     """One unit's capacity of each resource in ``names`` (all hosts together)."""
     index_list: list[int]
+    """``indices`` as a list."""
     dominant: list[float]
     """Largest share of one unit's capacity one copy takes."""
     summed: list[float]
     """Sum of the shares of one unit's capacity one copy takes."""
     rider_list: list[bool]
+    """Whether the item in that row is a rider."""
     rider_indices: frozenset[int]
+    """The riders' item indices."""
     needed_by_all: tuple[tuple[str, int], ...]
     """(resource, least units one copy of any item needs) for each resource every item
     needs: a host with less of one holds nothing more."""
