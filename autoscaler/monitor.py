@@ -13,14 +13,16 @@ from autoscaler.lifecycle import TERMINATING
 from autoscaler.planner import Plan
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconciler import Reconciler, TickResult
+from autoscaler.state import RoundBusyError
 from providers.errors import ProviderError
 
 if TYPE_CHECKING:
     from autoscaler.metrics import Metrics
 
 POLL_S = 5.0
-ROUND_ERRORS = (ProviderError, RayUnavailableError)
-"""What fails one round (the cloud, or Ray, could not be asked) without ending the loop."""
+ROUND_ERRORS = (ProviderError, RayUnavailableError, RoundBusyError)
+"""What fails one round (the cloud, or Ray, could not be asked, or another monitor's round on
+the same state would not end) without ending the loop."""
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,12 @@ class Reconciler:
     # One round ----------------------------------------------------------------------------
     def tick(self) -> TickResult:
         """One round. Raises :class:`RayUnavailableError` (after logging it) before acting
-        when Ray cannot be read: nothing is launched from stale demand, nothing retired."""
+        when Ray cannot be read: nothing is launched from stale demand, nothing retired.
+        Rounds of monitors sharing this state take turns (:meth:`StateStore.round_lock`)."""
+        with self.store.round_lock():
+            return self._round()
+
+    def _round(self) -> TickResult:
         started = time.perf_counter()
         observation = self.sync()
         result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=list(observation.views))

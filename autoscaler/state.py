@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from filelock import FileLock, Timeout
+
 from autoscaler.lifecycle import NodeRecord
 from autoscaler.report import NodeReport
 
@@ -38,11 +40,17 @@ CREATE TABLE IF NOT EXISTS reports (node_id TEXT NOT NULL, host INTEGER NOT NULL
     body TEXT NOT NULL, received_at REAL NOT NULL, PRIMARY KEY (node_id, host));
 """
 
+ROUND_WAIT_S = 600.0
+"""How long a reconcile round waits for another one on the same state to end."""
 PREFLIGHT_EVENT = "preflight"
 """The event ``up`` records with its preflight's outcome (``data.ok``)."""
 PENDING_INTENT = "pending"
 LAUNCHED_INTENT = "launched"
 FAILED_INTENT = "failed"
+
+
+class RoundBusyError(RuntimeError):
+    """Another reconcile round on the same state did not end within :data:`ROUND_WAIT_S`."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,24 @@ class StateStore:
 
     def close(self) -> None:
         self._db.close()
+
+    @contextmanager
+    def round_lock(self) -> Iterator[None]:
+        """Held for one reconcile round. Monitors sharing this state take turns (the head's
+        monitor service and an `autoscale monitor --once` run on the head; on the local
+        cloud, the simulated head's monitor and the CLI's): each plans from what the other's
+        last round launched, never beside it, so the two never launch for the same demand."""
+        lock = FileLock(f"{self.path}.round.lock")
+        try:
+            lock.acquire(timeout=ROUND_WAIT_S)
+        except Timeout:
+            raise RoundBusyError(
+                f"another reconcile round on {self.path} has run for over {ROUND_WAIT_S:g} s"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

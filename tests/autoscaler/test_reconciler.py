@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from autoscaler.config import parse_cluster_config
@@ -283,3 +287,29 @@ def test_a_create_left_running_counts_as_pending_and_is_not_sent_again(make, clo
     cloud.release("create")
     reconciler.tick()
     assert reconciler.store.intents(PENDING_INTENT) == []
+
+
+def test_two_monitors_on_one_state_launch_once_for_the_same_demand(make, clock):
+    """The head's monitor service and a `monitor --once` share the cluster's state: their
+    rounds take turns, so the second plans with the first's launch and adds nothing. Each
+    round waits (up to a second) for the other to reach its plan, which, were the rounds
+    not taking turns, makes both plan before either launches."""
+    first, second = make(), make()
+    demand(first, [{"TPU": 4}], clock)
+    both_planning = threading.Barrier(2)
+
+    def meeting_the_other(reconciler):
+        plan = reconciler.current_plan
+
+        def current_plan(*args, **kwargs):
+            with contextlib.suppress(threading.BrokenBarrierError):
+                both_planning.wait(timeout=1.0)
+            return plan(*args, **kwargs)
+
+        reconciler.current_plan = current_plan
+        return reconciler
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        rounds = list(pool.map(lambda r: meeting_the_other(r).tick(), (first, second)))
+    assert sorted(sum(r.launched.values()) for r in rounds) == [0, 1]
+    assert len(first.provider.nodes()) == 1
