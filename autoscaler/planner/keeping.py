@@ -5,8 +5,8 @@ were packed with each host allowed as many as the gang has copies, so a host may
 of them than the copies placed, and then no hand-out of copies exists (a host would hold
 two bundles of one copy). Which bundles to keep, for ``w`` copies, is a transportation
 problem: each of the gang's items keeps ``w`` copies' bundles (its ``slots`` per copy), no
-host more than ``w`` in all, none more than it holds; :func:`kept` solves it as a maximum
-flow, and :func:`uncrowded` finds the most copies it allows.
+host more than ``w`` in all, none more than it holds; :func:`kept` solves it with HiGHS,
+and :func:`uncrowded` finds the most copies it allows.
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from autoscaler.planner.items import Item
+from autoscaler.planner.solver import add_rows, new_solver
 
 Cuts = tuple[tuple[int, int, int], ...]
 """Bundles one unit sheds: (host, item, bundles)."""
@@ -26,7 +29,7 @@ def uncrowded(groups: Sequence[Any], members: Sequence[Item], copies: int) -> di
     units so that no host holds more of them than the copies still whole: per group
     position, per unit, its cuts (nothing where no host is crowded). Keeps the most copies
     ``w`` (a binary search) for which each item can keep ``w`` copies' bundles with no
-    host keeping more than ``w`` (:func:`kept`, a flow)."""
+    host keeping more than ``w`` (:func:`kept`)."""
     slots = {item.index: item.slots for item in members}
     holding = [  # (group position, host, its bundles of the gang per item)
         (position, h, held)
@@ -78,69 +81,39 @@ def kept(
 ) -> list[dict[int, int]] | None:
     """Per host, the bundles of each item to keep so that every item keeps ``whole``
     copies' bundles (``slots`` per copy) and no host more than ``whole`` in all; None where
-    no such choice exists. A maximum flow (items to hosts, augmenting paths found by
-    breadth-first search)."""
-    need = {index: whole * n for index, n in slots.items()}
-    flow: list[dict[int, int]] = [defaultdict(int) for _ in hosts]
-    load = [0] * len(hosts)
-    while any(need.values()):
-        path = _augmenting_path(hosts, flow, load, need, whole)
-        if path is None:
-            return None
-        item, steps = path
-        room = min(
-            [need[item], whole - load[steps[-1][1]]]
-            + [hosts[h][i] - flow[h][i] if forward else flow[h][i] for i, h, forward in steps]
-        )
-        need[item] -= room
-        load[steps[-1][1]] += room
-        for i, h, forward in steps:
-            flow[h][i] += room if forward else -room
-    return [dict(f) for f in flow]
+    no such choice exists. Its columns are whole (the transportation problem's matrix is
+    totally unimodular, so the MIP ends at its root)."""
+    import highspy
 
-
-def _augmenting_path(
-    hosts: Sequence[Mapping[int, int]],
-    flow: Sequence[Mapping[int, int]],
-    load: Sequence[int],
-    need: Mapping[int, int],
-    whole: int,
-) -> tuple[int, list[tuple[int, int, bool]]] | None:
-    """A shortest path from an item still short to a host with room, through hosts whose
-    kept bundles of another item can move: (the item, [(item, host, forward)])."""
-    parent: dict[tuple[str, int], tuple] = {}
-    queue = [("item", i) for i in sorted(need) if need[i] > 0]
-    for node in queue:
-        parent[node] = None
-    for kind, node in queue:
-        if kind == "item":
-            for h, held in enumerate(hosts):
-                if flow[h][node] < held.get(node, 0) and ("host", h) not in parent:
-                    parent[("host", h)] = ("item", node)
-                    if load[h] < whole:
-                        return _path(parent, h)
-                    queue.append(("host", h))
-        else:
-            for i, kept in sorted(flow[node].items()):
-                if kept > 0 and ("item", i) not in parent:
-                    parent[("item", i)] = ("host", node)
-                    queue.append(("item", i))
-    return None
-
-
-def _path(parent: Mapping[tuple[str, int], Any], host: int) -> tuple[int, list]:
-    """The path ``parent`` records from an item to ``host``: (the item, its steps)."""
-    steps = []
-    node = ("host", host)
-    while parent[node] is not None:
-        kind, item = parent[node]
-        steps.append((item, node[1], True))
-        previous = parent[(kind, item)]
-        if previous is None:
-            return item, list(reversed(steps))
-        steps.append((item, previous[1], False))
-        node = previous
-    raise AssertionError("a path starts at an item")
+    if whole == 0:
+        return [{} for _ in hosts]
+    pairs = [(h, i) for h, held in enumerate(hosts) for i in sorted(held) if held[i] > 0]
+    if not pairs:
+        return None
+    of_item: dict[int, list[int]] = defaultdict(list)
+    of_host: dict[int, list[int]] = defaultdict(list)
+    for column, (h, i) in enumerate(pairs):
+        of_item[i].append(column)
+        of_host[h].append(column)
+    rows = [  # each item keeps its copies' bundles; no host more than ``whole``
+        *((of_item[i], [1.0] * len(of_item[i]), whole * n, whole * n) for i, n in slots.items()),
+        *((cols, [1.0] * len(cols), 0.0, float(whole)) for cols in of_host.values()),
+    ]
+    solver = new_solver()
+    n = len(pairs)
+    solver.addVars(n, np.zeros(n), np.array([float(hosts[h][i]) for h, i in pairs]))
+    solver.changeColsIntegrality(
+        n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n)
+    )
+    add_rows(solver, rows)
+    solver.run()
+    if solver.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    flow: list[dict[int, int]] = [{} for _ in hosts]
+    for (h, i), value in zip(pairs, solver.getSolution().col_value, strict=True):
+        if round(value) > 0:
+            flow[h][i] = round(value)
+    return flow
 
 
 def runs(per_unit: Sequence[Cuts]) -> list[tuple[Cuts, int]]:

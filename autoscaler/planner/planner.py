@@ -48,6 +48,7 @@ from autoscaler.planner.items import (
     fresh_host,
     infeasible_reason,
     is_accelerator_type,
+    positions,
 )
 from autoscaler.planner.keeping import runs, uncrowded
 from autoscaler.planner.model import (
@@ -721,7 +722,7 @@ def _limited(members: Sequence[Item], missing: int, types: Mapping[str, NodeType
             reason = f"every fitting node type is out of capacity now: {', '.join(unavailable)}"
     elif members[0].spread_group is not None:
         reason = (
-            f"STRICT_SPREAD gang of {sum(item.slots for item in members)} bundles cannot be "
+            f"STRICT_SPREAD gang of {positions(members)} bundles cannot be "
             f"placed whole on distinct nodes within max_workers ({', '.join(candidates)})"
         )
     else:
