@@ -47,6 +47,10 @@ That MIP is cut off at the plan's own units (the plan shows no fewer are needed 
 and does not restart: on 200-bundle plans, the same bounds in a third to a half of the time
 (without the cutoff, HiGHS searched for any first plan at its root, up to a quarter of a
 second)."""
+NODE_MIP_NODES = 1
+"""...and it stops after its root (its cut loop): on the 9 plans of the 200-bundle sweep where
+it runs, the search beyond the root took as long again (up to 0.15 s) to raise the node bound
+by 0 to 8 nodes, for a bound the plan's cost does not depend on."""
 MIP_BOUND_UNITS = 300
 """...and where the plan has at most this many units (beyond that, rounding a fractional
 unit per kind is a small share of the cost, the Lagrangian bound covers what packing adds,
@@ -357,7 +361,9 @@ class BoundModel:
         unit_bound = _solve(h, notes, slack_cols, 10.0)
         if plan_units is not None and plan_units > NODE_MIP_ABOVE * unit_bound:
             enough = plan_units / NODE_MIP_ABOVE
-            dual = self._whole_units(np.array(self.nodes), enough, notes, cutoff=plan_units)
+            dual = self._whole_units(
+                np.array(self.nodes), enough, notes, cutoff=plan_units, nodes=NODE_MIP_NODES
+            )
             if dual is not None:
                 unit_bound = max(unit_bound, dual)
         return max(0, math.ceil(unit_bound - 1e-6))
@@ -376,12 +382,13 @@ class BoundModel:
         notes: list[str],
         stall_above: float = math.inf,
         cutoff: float | None = None,
+        nodes: int = MIP_BOUND_NODES,
     ) -> float | None:
         """Root dual bound with whole units, of the cost (``objective`` None) or of
         ``objective`` among plans within the cap (valid wherever the search stops: at the node
         limit, once it reaches ``enough``, or once the cut loop stalls). ``cutoff``: the
         objective of a known plan (HiGHS then prunes what cannot beat it, and does not
-        restart)."""
+        restart). ``nodes``: its branch-and-bound node limit."""
         import highspy
 
         mip = self._model()
@@ -397,7 +404,7 @@ class BoundModel:
         if self.cap is not None and objective is not None:
             self._add_cost_cap(mip)
             mip.changeColsCost(n, np.arange(n, dtype=np.int32), objective)
-        mip.setOptionValue("mip_max_nodes", MIP_BOUND_NODES)
+        mip.setOptionValue("mip_max_nodes", nodes)
         for option in BOUND_ONLY_OFF:  # a bound needs no primal heuristics
             mip.setOptionValue(option, False)
         mip.setOptionValue("mip_heuristic_effort", 0.0)
