@@ -12,7 +12,10 @@ dearer; passes are bounded, so the result is deterministic.
 - *shrink*: a unit becomes the cheapest kind that holds its contents;
 - *merge*: two units become one unit of a kind that holds both contents;
 - *gather*: several units become one unit of another kind that holds all their contents
-  (e.g. four small nodes one four times as big, at the same price per CPU).
+  (e.g. four small nodes one four times as big, at the same price per CPU);
+- *split*: what of a unit's contents fits in the room left on the others goes there, and the
+  rest onto one or two units that cost less together (e.g. an 8-GPU node whose fractional
+  work fits the spare devices of another becomes a 4-GPU and a 1-GPU node).
 """
 
 from __future__ import annotations
@@ -81,7 +84,8 @@ def improve(
     search = _Search(units, kinds, items, global_room, surcharge, kept, budget)
     search.trim(demand)
     for _ in range(PASSES):
-        if not (search.empty() | search.shrink() | search.merge() | search.gather()):
+        moves = (search.empty, search.shrink, search.merge, search.gather)
+        if not any([move() for move in moves]) and not search.split():  # split: the dearest
             break
     return kept + search.patterns()
 
@@ -129,17 +133,22 @@ class _Search:
         for unit in self.units:
             self._summarise(unit)
 
-    def _summarise(self, unit: _Unit) -> None:
+    def _needs(self, content: list[tuple[int, int]]) -> tuple[dict[str, int], int]:
+        """What ``content`` needs in all, and the bit set (by price rank) of the single-host
+        kinds that may hold every item of it (a launched accelerator unit only with work other
+        than riders)."""
         needs: dict[str, int] = {}
         mask = (1 << len(self.ranked)) - 1
         anchored = False
-        for index, copies in unit.content:
+        for index, copies in content:
             for name, need in self.items[index].needs.items():
                 needs[name] = needs.get(name, 0) + need * copies
             mask &= self.holders.get(index, 0)
             anchored = anchored or not self.items[index].rider
-        unit.needs = needs
-        unit.kinds = mask if anchored else mask & self.anchorless
+        return needs, mask if anchored else mask & self.anchorless
+
+    def _summarise(self, unit: _Unit) -> None:
+        unit.needs, unit.kinds = self._needs(unit.content)
         unit.free = np.array([unit.host.free.get(name, 0) for name in self.names], np.int64)
         self.cached_room = None
 
@@ -224,13 +233,17 @@ class _Search:
             trial: dict[int, Bin] = {}
             additions: dict[int, list[tuple[int, int]]] = {}
             if self._place_all(unit, trial, additions):
-                for other in self.units:
-                    if id(other) in additions:
-                        other.host = trial[id(other)]
-                        self._rebuild(other, other.content + additions[id(other)], other.host)
+                self._take(trial, additions)
                 self._drop(unit)
                 changed = True
         return changed
+
+    def _take(self, trial: dict[int, Bin], additions: dict[int, list[tuple[int, int]]]) -> None:
+        """The other units take what a move placed on them (their ``trial`` hosts)."""
+        for other in self.units:
+            if id(other) in additions:
+                other.host = trial[id(other)]
+                self._rebuild(other, other.content + additions[id(other)], other.host)
 
     def _room(self) -> _Room:
         """The units' free resources, fullest units first (rebuilt after a move)."""
@@ -253,7 +266,16 @@ class _Search:
         column = self.column
         if any(need > others[column[name]] for name, need in unit.needs.items() if name in column):
             return False
+        return not self._place(unit, trial, additions, whole=True)
+
+    def _place(self, unit, trial, additions, whole: bool = False) -> list[tuple[int, int]]:
+        """First fit of ``unit``'s contents into copies of the other hosts (``trial``, by
+        unit id), fullest units first, recording what each takes in ``additions``: the
+        copies that fit nowhere, in packing order (``whole``: stop at the first of them)."""
+        room = self._room()
+        own = room.row_of[id(unit)]
         free = room.free.copy()
+        left_over: list[tuple[int, int]] = []
         for index, copies in self._packing_order(unit.content):
             item = self.items[index]
             left = copies
@@ -275,8 +297,10 @@ class _Search:
                     if not left:
                         break
             if left:
-                return False
-        return True
+                left_over.append((index, left))
+                if whole:
+                    break
+        return left_over
 
     def shrink(self) -> bool:
         """Each unit as the cheapest kind that holds its contents."""
@@ -374,6 +398,77 @@ class _Search:
         if not self._allowed(kind, [u.kind for u in absorbed]):
             return None
         return host, absorbed, content
+
+    def split(self) -> bool:
+        """What of a unit's contents fits in room left on the others goes there, the rest onto
+        one or two units (cheapest kinds first) that cost less together than the unit; the
+        dearest units first."""
+        changed = False
+        ranked = sorted(enumerate(self.units), key=lambda pu: (-self.price(pu[1].kind), pu[0]))
+        for _, unit in ranked:
+            if unit not in self.units or not unit.kind.new:
+                continue
+            if self.trials <= 0:
+                break
+            self.trials -= 1
+            trial: dict[int, Bin] = {}
+            additions: dict[int, list[tuple[int, int]]] = {}
+            rest = self._place(unit, trial, additions)
+            if not rest:  # all of it moves: emptying found no such move before
+                continue
+            found = self._on_two(rest, self.price(unit.kind), unit.kind)
+            if found is None:
+                continue
+            self._take(trial, additions)
+            self._drop(unit)
+            for kind, host, ordered in found:
+                self._add(_Unit(kind, host, ordered))
+            changed = True
+        return changed
+
+    def _on_two(self, content, limit: float, freed: Kind):
+        """``content`` on one unit, or on two (the cheapest kind that holds some of it, in
+        packing order, then the cheapest that holds the rest), costing less than ``limit`` in
+        place of a unit of ``freed``: [(kind, packed host, contents)], or None."""
+        needs, mask = self._needs(content)
+        one = self._cheapest(content, needs, mask, limit, (freed,))
+        if one is not None:
+            return [one]
+        ordered = self._packing_order(content)
+        holders = self.holders.get(ordered[0][0], 0)  # the kinds that may hold the first item
+        while holders and self.trials > 0:
+            lowest = holders & -holders
+            holders ^= lowest
+            rank = lowest.bit_length() - 1
+            kind = self.ranked[rank]
+            if self.price(kind) >= limit - 1e-9:
+                return None
+            self.trials -= 1
+            host = kind.hosts[0].copy(kind.hosts[0].unit)
+            held, rest = [], []
+            for index, copies in ordered:
+                n = fit(host, self.items[index], copies)
+                if n:
+                    put(host, self.items[index], n)
+                    held.append((index, n))
+                if copies - n:
+                    rest.append((index, copies - n))
+            _, held_mask = self._needs(held)
+            if not rest or not (held_mask >> rank) & 1 or not self._allowed(kind, (freed,)):
+                continue
+            rest_needs, rest_mask = self._needs(rest)
+            self.used[kind.index] = self.used.get(kind.index, 0) + 1  # counted for the second
+            self.total += kind.cost
+            try:
+                second = self._cheapest(
+                    rest, rest_needs, rest_mask, limit - self.price(kind), (freed,)
+                )
+            finally:
+                self.used[kind.index] -= 1
+                self.total -= kind.cost
+            if second is not None:
+                return [(kind, host, held), second]
+        return None
 
     # Helpers ----------------------------------------------------------------------------
     def _cheapest(self, content, needs, mask, limit, freed):

@@ -343,6 +343,61 @@ def test_local_improvement_never_makes_a_plan_dearer_or_drops_work():
     assert sum(n for _, n in better) == 2
 
 
+def test_local_improvement_splits_a_unit_whose_work_partly_fits_spare_devices_elsewhere():
+    """An 8-GPU node whose work, less what fits the spare devices of a node bought for other
+    work, fits a 4-GPU and a 1-GPU node becomes those two (no single cheaper node holds the
+    rest, and no node can be emptied)."""
+    from autoscaler.planner.improve import improve
+    from autoscaler.planner.items import assign_candidates, build_items
+    from autoscaler.planner.packing import Kind, Pattern, replay
+
+    a100 = {"accelerator_type:A100": 1}
+    ultra = NodeType("ultra8", {"CPU": 96, "GPU": 8, **a100, "accelerator_type:A100-80G": 1}, 16)
+    sizes = [NodeType(f"a100x{n}", {"CPU": 12 * n, "GPU": n, **a100}, n) for n in (1, 4, 8)]
+    types = [ultra, *sizes]
+    typed = {"CPU": 1, "accelerator_type:A100": 0.001}
+    demand = Demand(
+        (
+            BundleDemand({"CPU": 4, "GPU": 4, "accelerator_type:A100-80G": 0.001}, 1),
+            BundleDemand({**typed, "GPU": 0.1}, 3),
+            BundleDemand({**typed, "GPU": 2}, 3),
+            BundleDemand({**typed, "GPU": 0.5}, 2),
+            BundleDemand({**typed, "GPU": 0.25}, 4),
+        )
+    )
+    items = build_items(demand)
+    assign_candidates(items, types)
+    kinds = [
+        Kind(
+            i,
+            t.name,
+            t.price,
+            None,
+            (fresh_host(t, 0, -1),),
+            new=True,
+            needs_anchor=True,
+            items=[item for item in items if t.name in item.candidates],
+        )
+        for i, t in enumerate(types)
+    ]
+    counts = {item.index: item.count for item in items}
+    # The ultra node holds the 80G work and the 0.1 shares; an 8-GPU A100 node the rest.
+    chosen = [
+        (Pattern(0, (((0, 1), (1, 3)),)), 1),
+        (Pattern(3, (((2, 3), (3, 2), (4, 4)),)), 1),
+    ]
+    by_index = {item.index: item for item in items}
+    better = improve(chosen, kinds, by_index, counts, None, 0.001)
+    launched = {kinds[p.kind].node_type: n for p, n in better}
+    assert launched == {"ultra8": 1, "a100x4": 1, "a100x1": 1}
+    placed: dict[int, int] = {}
+    for pattern, n in better:
+        assert replay(kinds[pattern.kind], pattern, by_index) is not None  # it packs
+        for index, copies in pattern.totals().items():
+            placed[index] = placed.get(index, 0) + copies * n
+    assert placed == counts
+
+
 def test_exact_pricing_bounds_every_packing():
     from autoscaler.planner.items import build_items
     from autoscaler.planner.knapsack import best_unit
