@@ -85,7 +85,8 @@ def improve(
     search.trim(demand)
     for _ in range(PASSES):
         moves = (search.empty, search.shrink, search.merge, search.gather)
-        if not any([move() for move in moves]) and not search.split():  # split: the dearest
+        # split tries every unit: only where the other moves find nothing
+        if not any([move() for move in moves]) and not search.split():
             break
     return kept + search.patterns()
 
@@ -400,9 +401,9 @@ class _Search:
         return host, absorbed, content
 
     def split(self) -> bool:
-        """What of a unit's contents fits in room left on the others goes there, the rest onto
-        one or two units (cheapest kinds first) that cost less together than the unit; the
-        dearest units first."""
+        """What of a unit's contents fits in room left on the others goes there, the rest (if
+        any) onto one or two units (cheapest kinds first) that cost less together than the
+        unit; the dearest units first."""
         changed = False
         ranked = sorted(enumerate(self.units), key=lambda pu: (-self.price(pu[1].kind), pu[0]))
         for _, unit in ranked:
@@ -414,9 +415,7 @@ class _Search:
             trial: dict[int, Bin] = {}
             additions: dict[int, list[tuple[int, int]]] = {}
             rest = self._place(unit, trial, additions)
-            if not rest:  # all of it moves: emptying found no such move before
-                continue
-            found = self._on_two(rest, self.price(unit.kind), unit.kind)
+            found = self._on_two(rest, self.price(unit.kind), unit.kind) if rest else []
             if found is None:
                 continue
             self._take(trial, additions)
@@ -454,7 +453,9 @@ class _Search:
                 if copies - n:
                     rest.append((index, copies - n))
             _, held_mask = self._needs(held)
-            if not rest or not (held_mask >> rank) & 1 or not self._allowed(kind, (freed,)):
+            if not held or not rest or not (held_mask >> rank) & 1:
+                continue
+            if not self._allowed(kind, (freed,)):
                 continue
             rest_needs, rest_mask = self._needs(rest)
             self.used[kind.index] = self.used.get(kind.index, 0) + 1  # counted for the second
