@@ -331,6 +331,9 @@ class _Search:
                 if not mask:
                     continue
                 limit = self.price(first.kind) + self.price(second.kind)
+                if self.price(self.ranked[_lowest(mask)]) >= limit - 1e-9:
+                    self.trials -= 1  # the trial finding that (as _cheapest counts it)
+                    continue
                 needs = dict(first.needs)
                 for name, need in second.needs.items():
                     needs[name] = needs.get(name, 0) + need
@@ -436,9 +439,8 @@ class _Search:
         ordered = self._packing_order(content)
         holders = self.holders.get(ordered[0][0], 0)  # the kinds that may hold the first item
         while holders and self.trials > 0:
-            lowest = holders & -holders
-            holders ^= lowest
-            rank = lowest.bit_length() - 1
+            rank = _lowest(holders)
+            holders &= holders - 1
             kind = self.ranked[rank]
             if self.price(kind) >= limit - 1e-9:
                 return None
@@ -476,13 +478,9 @@ class _Search:
         """The cheapest single-host kind in ``mask`` priced below ``limit`` that holds
         ``content`` in place of units of the ``freed`` kinds: (kind, packed host, contents in
         packing order), or None."""
-        rank = 0
-        while mask >> rank and self.trials > 0:
-            if not (mask >> rank) & 1:
-                rank += 1
-                continue
-            kind = self.ranked[rank]
-            rank += 1
+        while mask and self.trials > 0:
+            kind = self.ranked[_lowest(mask)]
+            mask &= mask - 1
             self.trials -= 1
             if self.price(kind) >= limit - 1e-9:
                 return None
@@ -541,6 +539,11 @@ class _Search:
             pattern = Pattern(unit.kind.index, (tuple(unit.content),))
             counts[pattern] = counts.get(pattern, 0) + 1
         return list(counts.items())
+
+
+def _lowest(mask: int) -> int:
+    """The position of ``mask``'s lowest set bit (the cheapest kind of a set by price rank)."""
+    return (mask & -mask).bit_length() - 1
 
 
 def _size(item: Item) -> tuple:
