@@ -44,6 +44,9 @@ class SimulatedHost:
     tpu_pod_type: str | None = None
     tpu_worker_id: int = 0
     tpu_slice_name: str | None = None
+    tpu_topology: str | None = None
+    """The slice's chip topology (e.g. ``2x2x2``), set as GKE sets ``TPU_TOPOLOGY``: without
+    it, detection asks the GCE metadata server, which a simulated host does not have."""
 
 
 def build(root: Path, host: SimulatedHost) -> dict[str, str]:
@@ -162,6 +165,8 @@ def _tpu(root: Path, host: SimulatedHost) -> dict[str, str]:
         env["TPU_ACCELERATOR_TYPE"] = host.tpu_pod_type
     if host.tpu_slice_name:
         env["TPU_NAME"] = host.tpu_slice_name
+    if host.tpu_topology:
+        env["TPU_TOPOLOGY"] = host.tpu_topology
     return env
 
 

@@ -85,6 +85,7 @@ def simulated_hosts(
             tpu_pod_type=entry.name if entry.tpu else None,
             tpu_worker_id=host,
             tpu_slice_name=node_id if entry.tpu else None,
+            tpu_topology=entry.tpu.topology if entry.tpu else None,
         )
         for host in range(hosts)
     ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from accel.node import detect_node
+from accel.probe import HOST_ROOT_ENV_VAR, HostProbe
 from instance_catalog.catalog import load_catalog
 from providers.local.hosts import build, host_probe
 from providers.local.simulator import simulated_hosts
@@ -47,6 +48,25 @@ def test_every_accelerator_type_advertises_what_the_catalog_promises(offer, tmp_
     for host_index in sorted({0, hosts - 1}):
         found, promised = advertised(offer, host_index, tmp_path)
         assert found == promised, f"host {host_index} of {offer.label}"
+
+
+def test_a_simulated_tpu_host_tells_its_slice_as_gke_does_without_a_metadata_server(tmp_path):
+    """Each host of a simulated slice carries the GKE ``TPU_*`` variables, topology included:
+    detection never falls back to the GCE metadata server, which a simulated host lacks (its
+    name lookup alone took seconds where there is no network)."""
+    offer = next(o for o in load_catalog().offers("gcp") if o.label == "v4-16")
+    asked: list[str] = []
+    for host in simulated_hosts(offer.instance_type, SLICE_NAME):
+        env = build(tmp_path / f"host-{host.tpu_worker_id}", host)
+        probe = HostProbe(
+            root=env[HOST_ROOT_ENV_VAR],
+            env=env,
+            metadata_reader=lambda path, timeout: asked.append(path),
+        )
+        (tpu,) = detect_node(probe).detections
+        assert tpu.labels["ray.io/tpu-topology"] == offer.instance_type.tpu.topology == "2x2x2"
+        assert tpu.labels["ray.io/tpu-worker-id"] == str(host.tpu_worker_id)
+    assert asked == []
 
 
 def test_the_walk_covers_the_families_that_were_missed():
