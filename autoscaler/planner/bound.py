@@ -33,6 +33,7 @@ from autoscaler.planner.solver import (
     add_rows,
     in_background,
     limit_mip,
+    make_integer,
     new_solver,
 )
 
@@ -394,11 +395,7 @@ class BoundModel:
         mip = self._model()
         n = len(self.cost)
         units = list(self.x_of.values())
-        mip.changeColsIntegrality(
-            len(units),
-            np.array(units, np.int32),
-            np.array([highspy.HighsVarType.kInteger] * len(units)),
-        )
+        make_integer(mip, units)
         for col in self.slack_cols:  # a plan placing the demand given leaves nothing unplaced
             mip.changeColBounds(col, 0.0, 0.0)
         if self.cap is not None and objective is not None:

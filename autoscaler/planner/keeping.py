@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from autoscaler.planner.items import Item
-from autoscaler.planner.solver import add_rows, new_solver
+from autoscaler.planner.solver import add_rows, make_integer, new_solver
 
 Cuts = tuple[tuple[int, int, int], ...]
 """Bundles one unit sheds: (host, item, bundles)."""
@@ -102,9 +102,7 @@ def kept(
     solver = new_solver()
     n = len(pairs)
     solver.addVars(n, np.zeros(n), np.array([float(hosts[h][i]) for h, i in pairs]))
-    solver.changeColsIntegrality(
-        n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n)
-    )
+    make_integer(solver, range(n))
     add_rows(solver, rows)
     solver.run()
     if solver.getModelStatus() != highspy.HighsModelStatus.kOptimal:

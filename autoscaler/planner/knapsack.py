@@ -21,7 +21,7 @@ import numpy as np
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
-from autoscaler.planner.solver import add_rows, limit_mip, new_solver
+from autoscaler.planner.solver import add_rows, limit_mip, make_integer, new_solver
 
 KNAPSACK_MAX_NODES = 200
 """Branch-and-bound nodes per knapsack (deterministic); the dual bound stays valid."""
@@ -87,9 +87,7 @@ def best_unit(
     n = len(cost)
     h.addVars(n, np.zeros(n), np.array(upper))
     h.changeColsCost(n, np.arange(n, dtype=np.int32), np.array(cost))
-    h.changeColsIntegrality(
-        n, np.arange(n, dtype=np.int32), np.array([highspy.HighsVarType.kInteger] * n)
-    )
+    make_integer(h, range(n))
     if rows:
         add_rows(h, rows)
     h.changeObjectiveSense(highspy.ObjSense.kMaximize)

@@ -17,7 +17,13 @@ import numpy as np
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
 from autoscaler.planner.packing import Kind, Pattern, covered_copies
-from autoscaler.planner.solver import GUARD_TIME_S, SolverError, limit_mip, new_solver
+from autoscaler.planner.solver import (
+    GUARD_TIME_S,
+    SolverError,
+    limit_mip,
+    make_integer,
+    new_solver,
+)
 
 MIP_REL_GAP = 1e-3
 MIP_MAX_NODES = 400
@@ -251,7 +257,6 @@ class Master:
         this many better plans; ``budget``: the search's work is counted there and, for an
         ``optional`` plan (one the caller may discard), stops with the best plan found once
         the budget's MIP work is spent (:func:`~autoscaler.planner.solver.limit_mip`)."""
-        highspy = self.highspy
         h = self.h
         lp_values = list(h.getSolution().col_value)
         n = len(self.cols)
@@ -259,7 +264,7 @@ class Master:
             return []
         cols = np.array(self.cols, np.int32)
         h.changeColsBounds(n, cols, np.zeros(n), np.array(self._most_units(start)))
-        h.changeColsIntegrality(n, cols, np.array([highspy.HighsVarType.kInteger] * n))
+        make_integer(h, self.cols)
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
         h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
         h.setOptionValue("mip_allow_restart", False)

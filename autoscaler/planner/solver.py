@@ -58,6 +58,16 @@ def add_rows(solver, rows: Sequence[tuple[list[int], list[float], float, float]]
     )
 
 
+def make_integer(solver, columns: Sequence[int]) -> None:
+    """Require ``columns`` of ``solver`` to take whole values."""
+    from highspy import HighsVarType
+
+    n = len(columns)
+    solver.changeColsIntegrality(
+        n, np.array(columns, np.int32), np.array([HighsVarType.kInteger] * n)
+    )
+
+
 STALL_RISE = 1e-3
 """A bound MIP whose dual bound rose by less than this fraction over its last ``stall``
 callbacks has stalled: its root cut loop now adds little (on the benchmark sweep, what it
