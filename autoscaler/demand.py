@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from accel.families import families_for_resource
+from accel.family_rules import rules_for_resource
 from accel.resource_rules import exclusive_conflict, name_error, quantity_error
 from accel.user_input import MATCH_LIMIT, BadJsonError, brief, clip, did_you_mean, parse_json
 from autoscaler.planner.model import STRATEGIES, BundleDemand, Demand, PlacementGroupDemand
@@ -223,7 +223,7 @@ def _quantity_error(name: str, quantity: Any) -> str | None:
     error = quantity_error(quantity)
     if error:
         return f"quantity {error}"
-    families = families_for_resource(name)
+    families = rules_for_resource(name)
     return families[0].validate_quantity(quantity) if families else None
 
 

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from accel.families.neuron import logical_cores
+from accel.family_rules import neuron_logical_cores
 from accel.names import resolve_model
 from instance_catalog.data import load_bundled_yaml
 from instance_catalog.model import AWS, Accelerator, InstanceType, Price
@@ -99,7 +99,7 @@ def accelerator_of(record: Mapping[str, Any]) -> Accelerator | None:
         )
         # The cloud counts physical NeuronCores; a node exposes logical ones (Trainium2: LNC 2).
         physical = device.get("CoreInfo", {}).get("Count")
-        cores = logical_cores(accelerator.name, physical, {}) if physical else None
+        cores = neuron_logical_cores(accelerator.name, physical) if physical else None
         return replace(accelerator, cores_per_device=cores)
     gpus = record.get("GpuInfo", {}).get("Gpus") or []
     if gpus:

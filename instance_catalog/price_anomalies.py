@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 FAR_FACTOR = 2.0
@@ -164,17 +164,3 @@ def _far_from_family(
             getattr(row, f"{market}_source"),
             source_row(row, market),
         )
-
-
-def planning_prices(
-    anomalies: Iterable[Mapping[str, object]],
-) -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
-    """(cloud, kind, name, region, market) -> (planning price, note) of stored anomalies."""
-    return {
-        (a["cloud"], a["kind"], a["name"], a["region"], a["market"]): (
-            float(a["planning"]),  # type: ignore[arg-type]
-            f"recorded ${a['recorded']:g}/h flagged: {a['reason']}; "
-            f"planned at ${a['planning']:g}/h",
-        )
-        for a in anomalies
-    }  # type: ignore[misc]

@@ -4,10 +4,10 @@ The bundled prices (``data/prices_*.csv``, ``data/prices.json``) are built by
 ``python -m instance_catalog.price_build`` from recorded copies of the clouds' price data;
 each price names its source, and each source says the day its prices are from (None where
 the recording does not say). Prices flagged as anomalies at build time are planned at the
-figure :mod:`instance_catalog.price_anomalies` chose, with a note. ``autoscale catalog
-refresh --cloud aws --prices`` writes fresh EC2 prices to the user's catalog folder
-(``aws_prices.json``, dated per region); they replace the bundled ones type by type. A node
-type's ``cost_per_hour`` in a cluster YAML overrides both.
+figure :mod:`instance_catalog.price_anomalies` chose (stored in ``prices.json``), with a
+note. ``autoscale catalog refresh --cloud aws --prices`` writes fresh EC2 prices to the
+user's catalog folder (``aws_prices.json``, dated per region); they replace the bundled
+ones type by type. A node type's ``cost_per_hour`` in a cluster YAML overrides both.
 """
 
 from __future__ import annotations
@@ -154,9 +154,16 @@ def _price(cloud: str, kind: str, name: str, row: dict[str, str]) -> Price:
 
 @cache
 def _planning() -> dict[tuple[str, str, str, str, str], tuple[float, str]]:
-    from instance_catalog.price_anomalies import planning_prices
-
-    return planning_prices(bundled_price_facts()["anomalies"])
+    """(cloud, kind, name, region, market) -> (planning price, note) of the anomalies
+    stored at build time (read here, so planning never loads the build-time checks)."""
+    return {
+        (a["cloud"], a["kind"], a["name"], a["region"], a["market"]): (
+            float(a["planning"]),
+            f"recorded ${a['recorded']:g}/h flagged: {a['reason']}; "
+            f"planned at ${a['planning']:g}/h",
+        )
+        for a in bundled_price_facts()["anomalies"]
+    }
 
 
 @cache

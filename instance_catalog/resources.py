@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accel.families import family_by_name
+from accel.family_rules import rules_named
 from accel.names import tokens_for
 from instance_catalog.model import Accelerator, InstanceType
 
@@ -23,7 +23,7 @@ def accelerator_resources(accelerator: Accelerator) -> dict[str, float]:
     quantity = accelerator.count
     if accelerator.family == "neuron":
         quantity *= accelerator.cores_per_device or 1
-    resources[family_by_name(accelerator.family).resource_name] = float(quantity)
+    resources[rules_named(accelerator.family).resource_name] = float(quantity)
     for token in tokens_for(accelerator.name):
         resources[f"{ACCELERATOR_TYPE_PREFIX}{token}"] = 1.0
     return resources

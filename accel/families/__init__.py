@@ -1,21 +1,7 @@
-"""Every supported accelerator family, in detection priority order.
+"""Every supported accelerator family's detection, in detection priority order.
 
-The order is fixed and documented (never a set): when two families share a resource name
-(``GPU``), the first one detected owns it on that node.
-
- 1. NVIDIA GPU        GPU           CUDA_VISIBLE_DEVICES
- 2. AMD GPU           GPU           HIP_VISIBLE_DEVICES (ROCR_VISIBLE_DEVICES read too)
- 3. Intel GPU         GPU           ONEAPI_DEVICE_SELECTOR (ZE_AFFINITY_MASK read too)
- 4. MetaX GPU         GPU           CUDA_VISIBLE_DEVICES
- 5. Apple silicon     GPU           (none)
- 6. Google TPU        TPU           TPU_VISIBLE_CHIPS
- 7. AWS Neuron        neuron_cores  NEURON_RT_VISIBLE_CORES
- 8. Intel Gaudi       HPU           HABANA_VISIBLE_MODULES
- 9. Huawei Ascend     NPU           ASCEND_RT_VISIBLE_DEVICES
-10. Rebellions        RBLN          RBLN_DEVICES
-11. Furiosa           FURIOSA       FURIOSA_DEVICES
-12. Mobilint          MBLT          QBRUNTIME_VISIBLE_DEVICES
-13. Tenstorrent       TTNPU         TT_VISIBLE_DEVICES
+The order, each family's resource and visible-device variable are in
+:mod:`accel.family_rules` (its table); each class here takes its rules from there.
 """
 
 from __future__ import annotations
@@ -34,36 +20,38 @@ from accel.families.nvidia import NvidiaGpu
 from accel.families.rebellions import RebellionsNpu
 from accel.families.tenstorrent import TenstorrentNpu
 from accel.families.tpu import GoogleTpu
+from accel.family_rules import ACCELERATOR_RESOURCES, RULES, rules_for_resource, rules_named
 
-FAMILIES: tuple[AcceleratorFamily, ...] = (
-    NvidiaGpu(),
-    AmdGpu(),
-    IntelGpu(),
-    MetaxGpu(),
-    AppleGpu(),
-    GoogleTpu(),
-    AwsNeuron(),
-    IntelGaudi(),
-    HuaweiAscend(),
-    RebellionsNpu(),
-    FuriosaNpu(),
-    MobilintNpu(),
-    TenstorrentNpu(),
-)
+_CLASSES: dict[str, type[AcceleratorFamily]] = {
+    cls.name: cls
+    for cls in (
+        AmdGpu,
+        AppleGpu,
+        HuaweiAscend,
+        FuriosaNpu,
+        IntelGaudi,
+        IntelGpu,
+        MetaxGpu,
+        MobilintNpu,
+        AwsNeuron,
+        NvidiaGpu,
+        RebellionsNpu,
+        TenstorrentNpu,
+        GoogleTpu,
+    )
+}
 
-ACCELERATOR_RESOURCES: tuple[str, ...] = tuple(dict.fromkeys(f.resource_name for f in FAMILIES))
+FAMILIES: tuple[AcceleratorFamily, ...] = tuple(_CLASSES[rules.name]() for rules in RULES)
+_BY_NAME = {family.name: family for family in FAMILIES}
 
 
 def family_by_name(name: str) -> AcceleratorFamily:
-    for family in FAMILIES:
-        if family.name == name:
-            return family
-    raise KeyError(f"unknown accelerator family {name!r}; known: {[f.name for f in FAMILIES]}")
+    return _BY_NAME[rules_named(name).name]
 
 
 def families_for_resource(resource: str) -> list[AcceleratorFamily]:
     """Families that provide ``resource``, in priority order."""
-    return [family for family in FAMILIES if family.resource_name == resource]
+    return [_BY_NAME[rules.name] for rules in rules_for_resource(resource)]
 
 
 __all__ = [

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from accel.families.base import AcceleratorFamily, Device, parse_id_list
 from accel.families.sysfs import numbered_nodes, read_hex
 from accel.families.values import bytes_to_mib, parse_int
+from accel.family_rules import AMD
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 AMD_VENDOR_ID = 0x1002
 ROCR_VISIBLE_DEVICES = "ROCR_VISIBLE_DEVICES"
-HIP_VISIBLE_DEVICES = "HIP_VISIBLE_DEVICES"
+HIP_VISIBLE_DEVICES = AMD.visible_env_var
 CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 _FRAME_BUFFER_HEAPS = frozenset({1, 2})  # HSA heap types: frame buffer public / private
 
@@ -68,13 +69,7 @@ AMD_DEVICE_TYPES: dict[int, str] = {
 }
 
 
-class AmdGpu(AcceleratorFamily):
-    name = "amd"
-    display_name = "AMD GPU"
-    resource_name = "GPU"
-    visible_env_var = HIP_VISIBLE_DEVICES
-    allows_fractions = True
-
+class AmdGpu(AcceleratorFamily, rules=AMD):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         """GPU agents of the KFD topology, after ``ROCR_VISIBLE_DEVICES``, with HIP ids."""
         devices = [

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.tools import run_tool
 from accel.families.values import MIB, parse_int
+from accel.family_rules import APPLE
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -23,13 +24,7 @@ SYSCTL_DIRS = ("/usr/sbin", "/sbin")
 SYSCTL_KEYS = ("machdep.cpu.brand_string", "hw.memsize")
 
 
-class AppleGpu(AcceleratorFamily):
-    name = "apple"
-    display_name = "Apple silicon GPU"
-    resource_name = "GPU"
-    visible_env_var = None
-    allows_fractions = True
-
+class AppleGpu(AcceleratorFamily, rules=APPLE):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         if probe.system != "Darwin":
             return []

@@ -19,6 +19,7 @@ from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import numbered_nodes
 from accel.families.tools import run_tool
 from accel.families.values import pci_address
+from accel.family_rules import ASCEND
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -49,13 +50,7 @@ class _Card:
     chips: list[_Chip] = field(default_factory=list)
 
 
-class HuaweiAscend(AcceleratorFamily):
-    name = "ascend"
-    display_name = "Huawei Ascend"
-    resource_name = "NPU"
-    visible_env_var = "ASCEND_RT_VISIBLE_DEVICES"
-    allows_fractions = True
-
+class HuaweiAscend(AcceleratorFamily, rules=ASCEND):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         """Chips from ``npu-smi info``; without the tool, ``/dev/davinci<N>`` nodes."""
         return _from_npu_smi(probe) or _from_device_nodes(probe)

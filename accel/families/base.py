@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from accel.families.values import parse_int
+from accel.family_rules import FamilyRules
 from accel.names import common_tokens, type_for_tokens
 
 if TYPE_CHECKING:
@@ -82,15 +83,26 @@ class FamilyDetection:
 
 
 class AcceleratorFamily(ABC):
-    """One vendor's accelerators: detection, visible-device variable and request rules."""
+    """One vendor's accelerators: detection, visible-device variable and request rules.
 
+    A subclass names its rules (``class NvidiaGpu(AcceleratorFamily, rules=NVIDIA)``); their
+    fields are its class attributes."""
+
+    rules: ClassVar[FamilyRules]
     name: ClassVar[str]
-    """Short stable id, e.g. ``nvidia``."""
     display_name: ClassVar[str]
     resource_name: ClassVar[str]
     visible_env_var: ClassVar[str | None]
-    """The variable set for a worker; ``None`` where the vendor has none (Apple)."""
     allows_fractions: ClassVar[bool]
+
+    def __init_subclass__(cls, rules: FamilyRules, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.rules = rules
+        cls.name = rules.name
+        cls.display_name = rules.display_name
+        cls.resource_name = rules.resource_name
+        cls.visible_env_var = rules.visible_env_var
+        cls.allows_fractions = rules.allows_fractions
 
     # Detection ------------------------------------------------------------------------
     @abstractmethod
@@ -148,19 +160,7 @@ class AcceleratorFamily(ABC):
     # Requests and workers --------------------------------------------------------------
     def validate_quantity(self, quantity: float) -> str | None:
         """An error message if ``quantity`` of this resource cannot be requested, else None."""
-        if quantity < 0:
-            return f"{self.resource_name} quantity must not be negative, got {quantity:g}"
-        if quantity > 1 and not float(quantity).is_integer():
-            return (
-                f"{self.resource_name} quantity {quantity:g} is invalid: quantities above 1 "
-                "must be whole numbers (fractions share one device)"
-            )
-        if not self.allows_fractions and not float(quantity).is_integer():
-            return (
-                f"{self.display_name} ({self.resource_name}) does not support fractional "
-                f"requests, got {quantity:g}; request a whole number"
-            )
-        return None
+        return self.rules.validate_quantity(quantity)
 
     @property
     def noset_env_vars(self) -> tuple[str, ...]:

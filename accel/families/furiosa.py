@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from accel.families.base import AcceleratorFamily, Device, parse_id_list
 from accel.families.tools import run_json
 from accel.families.values import parse_int, pci_address
+from accel.family_rules import FURIOSA
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -62,13 +63,7 @@ ARCH_TYPES: dict[str, str] = {
 ARCH_MEMORY_MIB: dict[str, int] = {"WARBOY": 16 * 1024, "RNGD": 48 * 1024}
 
 
-class FuriosaNpu(AcceleratorFamily):
-    name = "furiosa"
-    display_name = "Furiosa"
-    resource_name = "FURIOSA"
-    visible_env_var = "FURIOSA_DEVICES"
-    allows_fractions = False
-
+class FuriosaNpu(AcceleratorFamily, rules=FURIOSA):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         """Devices from ``furiosa-smi info``; without it, device files confirmed in sysfs."""
         devices = _from_furiosa_smi(probe) or _from_device_files(probe)

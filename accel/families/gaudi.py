@@ -20,6 +20,7 @@ from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import PCI_DEVICES, linked_pci_address, numbered_nodes, pci_device_id
 from accel.families.tools import run_tool
 from accel.families.values import parse_int, pci_address
+from accel.family_rules import GAUDI
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -46,13 +47,7 @@ _LEADING_INT = re.compile(r"^\s*(\d+)")
 _MISSING = frozenset({"", "N/A", "[N/A]", "NA"})
 
 
-class IntelGaudi(AcceleratorFamily):
-    name = "gaudi"
-    display_name = "Intel Gaudi"
-    resource_name = "HPU"
-    visible_env_var = "HABANA_VISIBLE_MODULES"
-    allows_fractions = False
-
+class IntelGaudi(AcceleratorFamily, rules=GAUDI):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         devices = _hl_smi_devices(probe) if probe.which(HL_SMI) else _sysfs_devices(probe)
         devices.sort(key=lambda device: int(device.id))

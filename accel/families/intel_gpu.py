@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from accel.families.base import NO_DEVICE_MARKERS, AcceleratorFamily, Device
 from accel.families.sysfs import linked_pci_address, numbered_nodes, read_hex
 from accel.families.values import bytes_to_mib, parse_int, pci_address
+from accel.family_rules import INTEL_GPU
 from accel.user_input import brief
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 INTEL_VENDOR_ID = 0x8086
 DISPLAY_CLASS = 0x03
 INTEGRATED_GPU_ADDRESS = "0000:00:02.0"
-ONEAPI_DEVICE_SELECTOR = "ONEAPI_DEVICE_SELECTOR"
+ONEAPI_DEVICE_SELECTOR = INTEL_GPU.visible_env_var
 ZE_AFFINITY_MASK = "ZE_AFFINITY_MASK"
 LEVEL_ZERO_BACKENDS = frozenset({"level_zero", "ext_oneapi_level_zero", "*"})
 SYCL_BACKENDS = LEVEL_ZERO_BACKENDS | {
@@ -69,13 +70,7 @@ INTEL_GPU_MODELS: dict[int, tuple[str, str]] = {
 }
 
 
-class IntelGpu(AcceleratorFamily):
-    name = "intel_gpu"
-    display_name = "Intel GPU"
-    resource_name = "GPU"
-    visible_env_var = ONEAPI_DEVICE_SELECTOR
-    allows_fractions = True
-
+class IntelGpu(AcceleratorFamily, rules=INTEL_GPU):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         """Discrete Intel GPUs, after ``ZE_AFFINITY_MASK`` and ``!`` selector exclusions."""
         from accel.probe import natural_key  # loaded with the probe (the planner needs neither)

@@ -18,6 +18,7 @@ from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import PCI_DEVICES, read_hex
 from accel.families.tools import run_tool
 from accel.families.values import pci_address
+from accel.family_rules import METAX
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -38,13 +39,7 @@ _SMI_GPU_ROW = re.compile(
 _SMI_MEMORY = re.compile(r"\|\s*\d+\s*/\s*(?P<total>\d+)\s*MiB\s*\|")
 
 
-class MetaxGpu(AcceleratorFamily):
-    name = "metax"
-    display_name = "MetaX GPU"
-    resource_name = "GPU"
-    visible_env_var = "CUDA_VISIBLE_DEVICES"
-    allows_fractions = True
-
+class MetaxGpu(AcceleratorFamily, rules=METAX):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         addresses = _metax_functions(probe)
         if not addresses:

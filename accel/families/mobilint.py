@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import numbered_nodes
+from accel.family_rules import MOBILINT
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -23,13 +24,7 @@ DEVICE_NODES: tuple[tuple[str, str], ...] = (("aries", "ARIES"), ("regulus-npu",
 RAY_NOSET_ENV_VAR = "RAY_EXPERIMENTAL_NOSET_MBLT_RT_VISIBLE_DEVICES"
 
 
-class MobilintNpu(AcceleratorFamily):
-    name = "mobilint"
-    display_name = "Mobilint"
-    resource_name = "MBLT"
-    visible_env_var = "QBRUNTIME_VISIBLE_DEVICES"
-    allows_fractions = False
-
+class MobilintNpu(AcceleratorFamily, rules=MOBILINT):
     @property
     def noset_env_vars(self) -> tuple[str, ...]:
         """Ours, plus the name Ray's Mobilint manager actually reads."""

@@ -26,6 +26,7 @@ from accel.families.base import AcceleratorFamily, Device, parse_id_ranges
 from accel.families.sysfs import PCI_DEVICES, pci_device_id
 from accel.families.tools import run_json
 from accel.families.values import bytes_to_mib, parse_int, pci_address
+from accel.family_rules import NEURON, NEURON_LNC_CHOICES, neuron_logical_cores
 
 if TYPE_CHECKING:
     from accel.probe import HostProbe
@@ -61,29 +62,15 @@ INSTANCE_FAMILY_TYPES = {
 """EC2 instance family (``trn1`` of ``trn1.32xlarge``) -> canonical type."""
 
 LNC_ENV_VAR = "NEURON_LOGICAL_NC_CONFIG"
-LNC_CHOICES = (1, 2)
-DEFAULT_LNC = {"Trainium2": 2}
-"""Physical NeuronCores per logical one by default, for types with LNC (others: 1)."""
 
 
 def logical_cores(type_name: str | None, physical: int, env: Mapping[str, str]) -> int:
     """Logical NeuronCores of a device with ``physical`` cores under ``env``'s LNC setting
     (``NEURON_LOGICAL_NC_CONFIG``; the type's default when unset or invalid)."""
-    default = DEFAULT_LNC.get(type_name or "")
-    if default is None:
-        return physical
-    chosen = parse_int(env.get(LNC_ENV_VAR))
-    lnc = chosen if chosen in LNC_CHOICES else default
-    return max(1, physical // lnc)
+    return neuron_logical_cores(type_name, physical, parse_int(env.get(LNC_ENV_VAR)))
 
 
-class AwsNeuron(AcceleratorFamily):
-    name = "neuron"
-    display_name = "AWS Neuron"
-    resource_name = "neuron_cores"
-    visible_env_var = "NEURON_RT_VISIBLE_CORES"
-    allows_fractions = False
-
+class AwsNeuron(AcceleratorFamily, rules=NEURON):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         neuron_devices = _neuron_ls(probe)
         if not neuron_devices:
@@ -142,7 +129,7 @@ def _cores(
     type_name = _type_name(probe, bus_id, instance_type)
     core_ids = _core_ids(neuron_device, first)
     reported_lnc = parse_int(neuron_device.get("logical_neuroncore_config"))
-    if reported_lnc in LNC_CHOICES:
+    if reported_lnc in NEURON_LNC_CHOICES:
         wanted = logical_cores(type_name, len(core_ids) * reported_lnc, probe.env)
         if wanted != len(core_ids):
             core_ids = list(range(first, first + wanted))

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from accel import names
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.values import MIB
+from accel.family_rules import NVIDIA
 
 if TYPE_CHECKING:
     from accel.probe import HostProbe
@@ -107,13 +108,7 @@ def nvidia_type(
     return names.resolve_type(model, family="nvidia", memory_mib=memory_mib)
 
 
-class NvidiaGpu(AcceleratorFamily):
-    name = "nvidia"
-    display_name = "NVIDIA GPU"
-    resource_name = "GPU"
-    visible_env_var = "CUDA_VISIBLE_DEVICES"
-    allows_fractions = True
-
+class NvidiaGpu(AcceleratorFamily, rules=NVIDIA):
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         nvml = probe.nvml()
         if nvml is None:

@@ -18,6 +18,7 @@ from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import numbered_nodes
 from accel.families.tools import run_json
 from accel.families.values import bytes_to_mib, parse_int, pci_address
+from accel.family_rules import REBELLIONS
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -30,13 +31,7 @@ _DEVICE_NODE = re.compile(rf"^{DEVICE_NODE_PREFIX}(\d+)$")
 RAY_NOSET_ENV_VAR = "RAY_EXPERIMENTAL_NOSET_RBLN_RT_VISIBLE_DEVICES"
 
 
-class RebellionsNpu(AcceleratorFamily):
-    name = "rebellions"
-    display_name = "Rebellions"
-    resource_name = "RBLN"
-    visible_env_var = "RBLN_DEVICES"
-    allows_fractions = False
-
+class RebellionsNpu(AcceleratorFamily, rules=REBELLIONS):
     @property
     def noset_env_vars(self) -> tuple[str, ...]:
         """Ours, plus the name Ray's Rebellions manager actually reads."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import linked_pci_address, numbered_nodes, read_hex
+from accel.family_rules import TENSTORRENT
 from accel.names import resolve_type
 
 if TYPE_CHECKING:
@@ -44,13 +45,7 @@ CARD_MEMORY_MIB: dict[str, int] = {
 _ARCH_NAMES = {name: name.split("-", 1)[1] for name in PCI_DEVICE_TYPES.values()}
 
 
-class TenstorrentNpu(AcceleratorFamily):
-    name = "tenstorrent"
-    display_name = "Tenstorrent"
-    resource_name = "TTNPU"
-    visible_env_var = "TT_VISIBLE_DEVICES"
-    allows_fractions = False
-
+class TenstorrentNpu(AcceleratorFamily, rules=TENSTORRENT):
     @property
     def noset_env_vars(self) -> tuple[str, ...]:
         """Ours, plus the name Ray's Tenstorrent manager actually reads."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from accel.families.base import AcceleratorFamily, Device
 from accel.families.sysfs import PCI_DEVICES, linked_pci_address, numbered_nodes, read_hex
 from accel.families.values import parse_int
+from accel.family_rules import TPU
 from accel.tpu_generations import (
     GOOGLE_PCI_VENDOR_ID,
     PodType,
@@ -31,7 +32,6 @@ from accel.tpu_generations import (
 if TYPE_CHECKING:
     from accel.probe import HostProbe
 
-VALID_CHIP_COUNTS = (1, 2, 4, 8)
 CHIPS_PER_HOST_BOUNDS_VAR = "TPU_CHIPS_PER_HOST_BOUNDS"
 HOST_BOUNDS_VAR = "TPU_HOST_BOUNDS"
 SINGLE_HOST_BOUNDS = "1,1,1"
@@ -82,13 +82,7 @@ class TpuSlice:
     worker_hostnames: tuple[str, ...] = ()
 
 
-class GoogleTpu(AcceleratorFamily):
-    name = "tpu"
-    display_name = "Google TPU"
-    resource_name = "TPU"
-    visible_env_var = "TPU_VISIBLE_CHIPS"
-    allows_fractions = False
-
+class GoogleTpu(AcceleratorFamily, rules=TPU):
     # Detection ------------------------------------------------------------------------
     def probe_devices(self, probe: HostProbe) -> list[Device]:
         chips = _accel_chips(probe) or _vfio_chips(probe)
@@ -123,16 +117,6 @@ class GoogleTpu(AcceleratorFamily):
         return resources, _labels(tpu_slice, len(devices))
 
     # Requests and workers --------------------------------------------------------------
-    def validate_quantity(self, quantity: float) -> str | None:
-        error = super().validate_quantity(quantity)
-        if error is None and quantity and quantity not in VALID_CHIP_COUNTS:
-            error = (
-                f"TPU quantity {quantity:g} is not a supported chip configuration; request "
-                f"{', '.join(map(str, VALID_CHIP_COUNTS[:-1]))} or {VALID_CHIP_COUNTS[-1]} chips "
-                "(a TPU host is split only into 1-, 2- or 4-chip workers)"
-            )
-        return error
-
     def visible_devices_env(
         self, ids: Sequence[str], node_device_count: int
     ) -> dict[str, str | None]:

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from accel.families import ACCELERATOR_RESOURCES
+from accel.family_rules import ACCELERATOR_RESOURCES
 from autoscaler.config.errors import ConfigProblem
 from autoscaler.config.schema import NodeTypeConfig
 from autoscaler.planner.model import NodeType

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from accel.allocation import SHARE_UNITS
-from accel.families import ACCELERATOR_RESOURCES
+from accel.family_rules import ACCELERATOR_RESOURCES
 from accel.names import closest, get
 from autoscaler.planner.capacity import Bin, Part, share_vector
 from autoscaler.planner.model import (

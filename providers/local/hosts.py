@@ -101,10 +101,10 @@ def _nvidia(root: Path, host: SimulatedHost) -> dict[str, str]:
 
 
 def _neuron(root: Path, host: SimulatedHost) -> dict[str, str]:
-    from accel.families.neuron import DEFAULT_LNC
+    from accel.family_rules import NEURON_DEFAULT_LNC
 
     memory = (host.device_memory_mib or 32768) * 2**20
-    lnc = DEFAULT_LNC.get(host.accelerator_type or "")
+    lnc = NEURON_DEFAULT_LNC.get(host.accelerator_type or "")
     devices = [
         {
             "neuron_device": index,
