@@ -223,13 +223,21 @@ def apply_overrides(
             records[pattern] = {"InstanceType": pattern, **copy.deepcopy(entry["add"])}
             zones[pattern] = {region: () for region in entry.get("regions", [])}
             continue
-        for name in fnmatch.filter(records, pattern):
+        for name in _matching(records, pattern):
             record = copy.deepcopy(records[name])
             _merge(record, entry.get("set", {}))
             for field in entry.get("remove", []):
                 record.pop(field, None)
             records[name] = record
     return records, zones
+
+
+def _matching(records: Mapping[str, Record], pattern: str) -> list[str]:
+    """The names ``pattern`` (a glob) matches; a plain name is looked up, not matched
+    against every record (most entries name one type)."""
+    if any(char in pattern for char in "*?["):
+        return fnmatch.filter(records, pattern)
+    return [pattern] if pattern in records else []
 
 
 def _merge(target: dict[str, Any], changes: Mapping[str, Any]) -> None:
