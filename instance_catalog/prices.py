@@ -20,6 +20,7 @@ from dataclasses import replace
 from datetime import date
 from functools import cache
 from importlib import resources
+from operator import itemgetter
 from typing import Any
 
 from instance_catalog.model import InstanceType, Price
@@ -50,23 +51,29 @@ spot]}}}}``, spot null where unknown."""
 
 
 @cache
-def _table(filename: str, *key: str) -> tuple[list[str], dict[tuple[str, ...], list[list[str]]]]:
-    """A bundled price file's header, and its rows as read, by their ``key`` fields."""
-    grouped: dict[tuple[str, ...], list[list[str]]] = defaultdict(list)
-    with resources.files("instance_catalog.data").joinpath(filename).open(newline="") as f:
-        reader = csv.reader(f)
-        header = next(reader)
-        positions = [header.index(field) for field in key]
-        for row in reader:
-            grouped[tuple(row[p] for p in positions)].append(row)
+def _table(filename: str, *key: str) -> tuple[list[str], dict[Any, list[str]]]:
+    """A bundled price file's header, and its lines (one row each) by their ``key`` field
+    (or tuple of fields, for several).
+
+    Only the key fields are split out here; a row is parsed when asked for (a config names
+    a few of the catalog's thousands of rows: reading them all was most of a plan's
+    catalog load)."""
+    lines = resources.files("instance_catalog.data").joinpath(filename).read_text().splitlines()
+    header = next(csv.reader(lines[:1]))
+    positions = [header.index(field) for field in key]
+    key_of, last = itemgetter(*positions), max(positions) + 1
+    grouped: dict[Any, list[str]] = defaultdict(list)
+    for line in lines[1:]:
+        fields = line.split(",", last) if '"' not in line else next(csv.reader([line]))
+        grouped[key_of(fields)].append(line)
     return header, grouped
 
 
 def _rows(filename: str, *key: str, where: tuple[str, ...]) -> list[dict[str, str]]:
-    """A bundled price file's rows whose ``key`` fields are ``where``, as dicts (made when
-    asked for: a config names a few of the catalog's types)."""
+    """A bundled price file's rows whose ``key`` fields are ``where``, as dicts."""
     header, grouped = _table(filename, *key)
-    return [dict(zip(header, row, strict=True)) for row in grouped.get(where, ())]
+    lines = grouped.get(where if len(where) > 1 else where[0], ())
+    return [dict(zip(header, row, strict=True)) for row in csv.reader(lines)]
 
 
 def _number(text: str) -> float | None:
@@ -118,7 +125,7 @@ def gcp_price_regions() -> frozenset[str]:
     """Every region some GCP price is for."""
     header, grouped = _table("prices_gcp.csv", "kind", "name")
     region = header.index("region")
-    return frozenset(row[region] for rows in grouped.values() for row in rows)
+    return frozenset(row[region] for lines in grouped.values() for row in csv.reader(lines))
 
 
 @cache
