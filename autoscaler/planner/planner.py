@@ -108,6 +108,13 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         if request.limits.max_workers is None
         else max(0, request.limits.max_workers - worker_units)
     )
+    beyond = _gangs_beyond_limits(
+        items, types, request.existing, min_launches, unit_room, global_room
+    )
+    for gang in sorted(beyond):
+        members = [item for item in items if item.spread_group == gang]
+        infeasible.append(_limited(members, members[0].gang_copies, types))
+    items = [item for item in items if item.spread_group not in beyond]
     prices = _surrogate_prices(types, notes)
     for name, t in types.items():
         if not t.available:
@@ -235,6 +242,41 @@ def _policy_notes(
 
 
 # Capacity kinds ----------------------------------------------------------------------------
+def _gangs_beyond_limits(
+    items: Sequence[Item],
+    types: Mapping[str, NodeType],
+    existing: Sequence[ExistingNode],
+    min_launches: Mapping[str, int],
+    unit_room: Mapping[str, int | None],
+    global_room: int | None,
+) -> set[int]:
+    """STRICT_SPREAD gangs with more bundles per copy than the limits allow hosts that hold
+    any of them (each copy needs that many distinct hosts). They are left out before
+    planning, so a gang that can never be placed whole takes no room from other demand."""
+    gangs: dict[int, list[Item]] = defaultdict(list)
+    for item in items:
+        if item.spread_group is not None:
+            gangs[item.spread_group].append(item)
+    beyond = set()
+    for gang, members in gangs.items():
+        names = {name for item in members for name in item.candidates}
+        hosts = sum(1 for node in existing if node.node_type in names)
+        hosts += sum(min_launches[name] * types[name].hosts for name in names)
+        launchable = [name for name in names if types[name].available]
+        if any(unit_room[name] is None for name in launchable) and global_room is None:
+            continue
+        new_hosts = sum(
+            (unit_room[name] if unit_room[name] is not None else math.inf) * types[name].hosts
+            for name in launchable
+        )
+        if global_room is not None:
+            most = max((types[name].hosts for name in launchable), default=0)
+            new_hosts = min(new_hosts, global_room * most)
+        if hosts + new_hosts < positions(members):
+            beyond.add(gang)
+    return beyond
+
+
 def _kinds(
     types: Mapping[str, NodeType],
     items: Sequence[Item],
@@ -344,6 +386,8 @@ class _Realisation:
         self.reach: dict[int, int] = {}
         """Per gang, the most whole copies its bundles placed ever held (before hosts
         crowded with them were relieved: :meth:`_strip_crowded_gangs`)."""
+        self.broken_up: set[int] = set()
+        """Gangs whose bundles were placed beyond their whole copies (then taken off)."""
 
     def run(self, demand: Mapping[int, int], bound: BoundModel | None = None) -> None:
         """Plan ``demand`` (``bound``: the bound's model for it, which rounding asks too);
@@ -376,10 +420,18 @@ class _Realisation:
     def _cut_gangs(self) -> dict[int, int]:
         """Gangs placed for fewer whole copies than the plan first held, which happens
         where limits leave a gang placed in part and its bundles were packed for every copy
-        (a host may then hold more of them than the copies placed): per gang, those copies."""
+        (a host may then hold more of them than the copies placed), and gangs whose bundles
+        were placed beyond their whole copies, short of all of them (the room those bundles
+        took was planned for nothing): per gang, the whole copies placed."""
         placed = self.placed()
         whole = self._whole_gangs({index: placed.get(index, 0) for index in self.items})
-        return {g: n for g, n in self.reach.items() if whole.get(g, (0, []))[0] < n}
+        cut = {}
+        for gang, (copies, members) in whole.items():
+            reached = self.reach.get(gang, 0)
+            short = gang in self.broken_up and copies < members[0].gang_copies
+            if copies < reached or short:
+                cut[gang] = copies
+        return cut
 
     def _capped(self, demand: Mapping[int, int]) -> None:
         """Plan again, up to :data:`GANG_REPLANS` times, with each gang that came out with
@@ -468,6 +520,8 @@ class _Realisation:
         for gang, (copies, members) in self._whole_gangs(targets).items():
             self.reach[gang] = max(self.reach.get(gang, 0), copies)
             for item in members:
+                if placed.get(item.index, 0) > copies * item.slots:
+                    self.broken_up.add(gang)
                 targets[item.index] = copies * item.slots
         return targets
 

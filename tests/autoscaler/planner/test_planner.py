@@ -189,6 +189,36 @@ def test_infeasible_gang_never_blocks_the_others():
     assert result.launch_counts() == {"m6i.2xlarge": 2}
 
 
+def test_a_gang_needing_more_nodes_than_the_limits_allow_takes_no_room_from_the_rest():
+    capped = NodeType("g4dn.xlarge", T4.resources, 0.526, max_workers=5)
+    t4 = {"GPU": 1, "accelerator_type:T4": 0.001}
+    eight_nodes = PlacementGroupDemand("STRICT_SPREAD", (t4,) * 8)
+    result = run([capped], groups=[eight_nodes], bundles=[(t4, 1)])
+    assert result.launch_counts() == {"g4dn.xlarge": 1}
+    (gang,) = result.infeasible
+    assert gang.resources["GPU"] == 8
+    assert "cannot be placed whole on distinct nodes within max_workers" in gang.reason
+    cpu_only = run([CPU8, CPU32], bundles=[({"CPU": 2}, 50)], max_workers=6)
+    with_gang = run(
+        [CPU8, CPU32],
+        groups=[PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 1},) * 20)],
+        bundles=[({"CPU": 2}, 50)],
+        max_workers=6,
+    )
+    assert with_gang.launches == cpu_only.launches
+    assert with_gang.cost_per_hour == cpu_only.cost_per_hour
+
+
+def test_a_gang_left_in_part_by_limits_gives_its_room_back():
+    capped = NodeType("m6i.2xlarge", CPU8.resources, 0.384, max_workers=3)
+    gang = PlacementGroupDemand("STRICT_SPREAD", ({"CPU": 5},) * 3)
+    # Three hosts hold the gang (5 CPUs each) or the three 4-CPU bundles, not both.
+    result = run([capped], groups=[gang], bundles=[({"CPU": 4}, 3)])
+    (left_out,) = result.infeasible
+    assert left_out.resources == {"CPU": 15}
+    assert result.launch_counts() == {"m6i.2xlarge": 2}
+
+
 def test_strict_pack_that_fits_nowhere_is_infeasible_as_a_whole():
     group = PlacementGroupDemand("STRICT_PACK", ({"GPU": 4},) * 3)
     result = run([T4X4], groups=[group])
