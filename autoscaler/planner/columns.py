@@ -272,7 +272,7 @@ def _value_bound(kind: Kind, duals: np.ndarray, caps: np.ndarray) -> float:
     vectors = unit_vectors(kind)
     values = duals[vectors.indices]
     counts = caps[vectors.indices].astype(np.float64)
-    held = values > 0
+    held = (values > 0) & (counts > 0)  # (an item capped at 0 copies is worth nothing here)
     if not held.any():
         return 0.0
     values, counts, needs = values[held], counts[held], vectors.needs[held]
