@@ -43,6 +43,7 @@ from autoscaler.planner.capacity import Bin, share_vector
 from autoscaler.planner.items import (
     DEVICE_RESOURCES,
     Item,
+    Source,
     assign_candidates,
     build_items,
     fresh_host,
@@ -54,6 +55,7 @@ from autoscaler.planner.keeping import runs, uncrowded
 from autoscaler.planner.model import (
     CONSERVATION_POLICIES,
     SPARE,
+    Demand,
     ExistingNode,
     Infeasible,
     Launch,
@@ -85,11 +87,9 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     notes: list[str] = []
     items = build_items(request.demand)
     assign_candidates(items, list(types.values()), policy)
-    infeasible = [_infeasible(item, list(types.values())) for item in items if not item.candidates]
-    every_item = {item.index: item for item in items}
-    # A STRICT_SPREAD gang with a bundle no type holds is left out whole.
-    broken = {item.spread_group for item in items if not item.candidates} - {None}
-    items = [item for item in items if item.candidates and item.spread_group not in broken]
+    infeasible, items, every_item = _impossible_left_out(
+        items, request.demand, list(types.values())
+    )
 
     existing_units = _existing_units(request.existing)
     min_launches = {
@@ -242,6 +242,51 @@ def _policy_notes(
 
 
 # Capacity kinds ----------------------------------------------------------------------------
+def _impossible_left_out(
+    items: Sequence[Item], demand: Demand, node_types: Sequence[NodeType]
+) -> tuple[list[Infeasible], list[Item], dict[int, Item]]:
+    """The infeasible records, the items to plan, and every item (for the witness: the
+    copies left out are listed last among its sources, so they are the ones unplaced).
+
+    A bundle no node type holds is infeasible; so is a placement group with such a bundle
+    (a STRICT_PACK group: that no type holds whole), whatever its strategy: Ray reserves a
+    group whole or not at all, so none of its bundles is planned and it is one record."""
+    dead: dict[int, tuple[str, str | None]] = {}  # group -> why, closest type
+    for item in items:
+        if not item.candidates:
+            why = infeasible_reason(item, node_types)
+            for (record, group, _), _ in item.sources:
+                if record == "placement_groups":
+                    dead.setdefault(group, why)
+    infeasible, planned, every = [], [], {}
+    for item in items:
+        live = [(source, n) for source, n in item.sources if not _of_group(source, dead)]
+        left_out = [(source, n) for source, n in item.sources if _of_group(source, dead)]
+        count = sum(n for _, n in live)
+        every[item.index] = replace(item, sources=live + left_out) if left_out else item
+        if not item.candidates and count:
+            infeasible.append(replace(_infeasible(item, node_types), count=count))
+        elif item.candidates and count:
+            planned.append(replace(item, count=count, sources=live) if left_out else item)
+    for group, (why, closest) in sorted(dead.items()):
+        record = demand.placement_groups[group]
+        summed: dict[str, float] = defaultdict(float)
+        for bundle in record.bundles:
+            for name, quantity in bundle.items():
+                summed[name] += quantity
+        reason = (
+            f"{why} (in a {record.strategy} placement group of {len(record.bundles)} bundles: "
+            "Ray reserves a group whole or not at all, so none of them is planned)"
+        )
+        infeasible.append(Infeasible(dict(summed), record.count, reason, closest))
+    return infeasible, planned, every
+
+
+def _of_group(source: Source, groups: Mapping[int, object]) -> bool:
+    record, group, _ = source
+    return record == "placement_groups" and group in groups
+
+
 def _gangs_beyond_limits(
     items: Sequence[Item],
     types: Mapping[str, NodeType],

@@ -5,7 +5,8 @@ demand (by the witness's source references), every host's capacity from its node
 existing node, so a witness that claims too much fails whatever the planner believed. Checks:
 
 - every bundle of the demand is placed exactly once or listed unplaced, and nothing that an
-  available node type with room could hold is left unplaced;
+  available node type with room could hold is left unplaced (a placement group's bundle
+  counts as feasible only where every bundle of its group is);
 - launched units per node type stay within the plan's launches (deferred ones included);
   every existing node is used at most once;
 - every host within its resources, every device within its share (a fraction of a device on
@@ -267,8 +268,7 @@ class _Checker:
                         for name, need in member.items():
                             summed[name] = summed.get(name, 0) + need
                     members = [summed]
-                shapes = members if pg.strategy in (STRICT_PACK, STRICT_SPREAD) else members[:0]
-                shapes = shapes or [share_vector(self.resources(key))]
+                shapes = members  # (Ray reserves a group whole or not at all)
             fits = all(any(_holds(host, shape) for host in hosts) for shape in shapes)
             if fits and group >= 0 and demand.placement_groups[group].strategy == STRICT_SPREAD:
                 fits = _on_distinct_hosts(shapes, rooms)

@@ -1,6 +1,8 @@
 """Ray's placement strategies: PACK and SPREAD are preferences, STRICT_PACK and STRICT_SPREAD
 are hard; request_resources capacity and the demand that fits it never launch twice."""
 
+import pytest
+
 from autoscaler.planner import (
     BundleDemand,
     Demand,
@@ -58,6 +60,20 @@ def test_pack_group_no_node_holds_whole_is_planned_split():
 def test_spread_group_shares_a_node_when_cheaper():
     spread = PlacementGroupDemand("SPREAD", ({"CPU": 1},) * 3)
     assert _plan([spread]).launch_counts() == {"m6i.2xlarge": 1}
+
+
+@pytest.mark.parametrize("strategy", ["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"])
+def test_a_group_with_a_bundle_no_node_holds_launches_nothing_for_its_other_bundles(strategy):
+    # Ray reserves a placement group whole or not at all, whatever its strategy.
+    group = PlacementGroupDemand(strategy, ({"CPU": 4}, {"CPU": 4}, {"GPU": 16}), count=2)
+    request = PlanRequest(TYPES, Demand((BundleDemand({"CPU": 4}, 1),), (group,)), ())
+    result = plan(request, witness=True)
+    assert result.launch_counts() == {"m6i.2xlarge": 1}  # for the lone bundle only
+    (left_out,) = result.infeasible
+    assert (left_out.resources, left_out.count) == ({"CPU": 8, "GPU": 16}, 2)
+    assert left_out.reason.startswith("no node type can host it")
+    assert f"in a {strategy} placement group of 3 bundles" in left_out.reason
+    assert verify(request, result.witness, result.launch_counts()) == []
 
 
 def test_strict_pack_still_needs_one_node():
