@@ -152,6 +152,10 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     cost = sum(prices[launch.node_type] * launch.count for launch in launches)
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
     demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
+    # The bounds are for everything the plan places, on units launched now or deferred.
+    planned_cost = demand_cost + sum(prices[name] * n for name, n in deferred)
+    planned_units = sum(launch.count for launch in launches if launch.reason == "demand")
+    planned_units += sum(n for _, n in deferred)
 
     def known_cost(floor: float) -> float:
         """What rounding's bounds (its whole-unit one, the one it checked its plan against)
@@ -162,18 +166,18 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         costs = [realised.cost_floor, realised.proven_cost]
         if realised.dual_bounds:
             kinds_used, duals = realised.dual_bounds
-            costs += [d.cost_bound(kinds_used, demand_cost + 1e-9, floor) for d in duals]
+            costs += [d.cost_bound(kinds_used, planned_cost + 1e-9, floor) for d in duals]
         return max([0.0] + [c for c in costs if c is not None])
 
     model = demand_bound
     if _nonzero(placed) != _nonzero(demand):  # the bound is for what the plan places
         model = BoundModel(*merged_by_shape(items, placed, kinds), global_room)
     bounds = model.bounds(
-        demand_cost * (1 + NODE_TOLERANCE) + 1e-9,
-        sum(launch.count for launch in launches if launch.reason == "demand"),
+        planned_cost * (1 + NODE_TOLERANCE) + 1e-9,
+        planned_units,
         known_cost,
         whole_floor=realised.cost_floor if places_all else 0.0,
-        plan_cost=demand_cost,
+        plan_cost=planned_cost,
     )
     notes.extend(bounds.notes)
     cost_bound, unit_bound = bounds.cost, bounds.units

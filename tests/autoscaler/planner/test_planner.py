@@ -265,6 +265,9 @@ def test_first_step_is_sized_to_demand_then_upscaling_speed_caps_growth():
     later = run([CPU8], bundles=[({"CPU": 8}, 40)], existing=existing, upscaling_speed=1.0)
     assert later.launch_counts() == {"m6i.2xlarge": 5}
     assert later.deferred == (("m6i.2xlarge", 35),)
+    # The bounds are for the whole plan, deferred units included: 40 nodes are needed.
+    assert later.node_lower_bound == 5  # (at most the nodes launched now)
+    assert not any("ended" in note for note in later.notes)
 
 
 def test_unavailable_types_are_routed_around():
