@@ -111,8 +111,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     beyond = _gangs_beyond_limits(
         items, types, request.existing, min_launches, unit_room, global_room
     )
-    for gang in sorted(beyond):
-        members = [item for item in items if item.spread_group == gang]
+    for _, members in sorted(beyond.items()):
         infeasible.append(_limited(members, members[0].gang_copies, types))
     items = [item for item in items if item.spread_group not in beyond]
     prices = _surrogate_prices(types, notes)
@@ -151,7 +150,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
     )
     cost = sum(prices[launch.node_type] * launch.count for launch in launches)
     min_cost = sum(prices[name] * n for name, n in min_launches.items())
-    demand_cost = cost - sum(prices[name] * n for name, n in min_launches.items())
+    demand_cost = cost - min_cost
     # The bounds are for everything the plan places, on units launched now or deferred.
     planned_cost = demand_cost + sum(prices[name] * n for name, n in deferred)
     planned_units = sum(launch.count for launch in launches if launch.reason == "demand")
@@ -255,13 +254,15 @@ def _impossible_left_out(
     A bundle no node type holds is infeasible; so is a placement group with such a bundle
     (a STRICT_PACK group: that no type holds whole), whatever its strategy: Ray reserves a
     group whole or not at all, so none of its bundles is planned and it is one record."""
+    by_index = {item.index: item for item in items}
+    why_of = {
+        item.index: infeasible_reason(item, node_types) for item in items if not item.candidates
+    }
     dead: dict[int, tuple[str, str | None]] = {}  # group -> why, closest type
-    for item in items:
-        if not item.candidates:
-            why = infeasible_reason(item, node_types)
-            for (record, group, _), _ in item.sources:
-                if record == "placement_groups":
-                    dead.setdefault(group, why)
+    for index, why in why_of.items():
+        for (record, group, _), _ in by_index[index].sources:
+            if record == "placement_groups":
+                dead.setdefault(group, why)
     infeasible, planned, every = [], [], {}
     for item in items:
         live = [(source, n) for source, n in item.sources if not _of_group(source, dead)]
@@ -269,7 +270,7 @@ def _impossible_left_out(
         count = sum(n for _, n in live)
         every[item.index] = replace(item, sources=live + left_out) if left_out else item
         if not item.candidates and count:
-            infeasible.append(replace(_infeasible(item, node_types), count=count))
+            infeasible.append(Infeasible(_merged(item), count, *why_of[item.index]))
         elif item.candidates and count:
             planned.append(replace(item, count=count, sources=live) if left_out else item)
     for group, (why, closest) in sorted(dead.items()):
@@ -298,22 +299,21 @@ def _gangs_beyond_limits(
     min_launches: Mapping[str, int],
     unit_room: Mapping[str, int | None],
     global_room: int | None,
-) -> set[int]:
-    """STRICT_SPREAD gangs with more bundles per copy than the limits allow hosts that hold
-    any of them (each copy needs that many distinct hosts). They are left out before
-    planning, so a gang that can never be placed whole takes no room from other demand."""
+) -> dict[int, list[Item]]:
+    """STRICT_SPREAD gangs (their items) with more bundles per copy than the limits allow
+    hosts that hold any of them (each copy needs that many distinct hosts). They are left out
+    before planning, so a gang that can never be placed whole takes no room from other
+    demand."""
     gangs: dict[int, list[Item]] = defaultdict(list)
     for item in items:
         if item.spread_group is not None:
             gangs[item.spread_group].append(item)
-    beyond = set()
+    beyond = {}
     for gang, members in gangs.items():
         names = {name for item in members for name in item.candidates}
         hosts = sum(1 for node in existing if node.node_type in names)
         hosts += sum(min_launches[name] * types[name].hosts for name in names)
         launchable = [name for name in names if types[name].available]
-        if any(unit_room[name] is None for name in launchable) and global_room is None:
-            continue
         new_hosts = sum(
             (unit_room[name] if unit_room[name] is not None else math.inf) * types[name].hosts
             for name in launchable
@@ -322,7 +322,7 @@ def _gangs_beyond_limits(
             most = max((types[name].hosts for name in launchable), default=0)
             new_hosts = min(new_hosts, global_room * most)
         if hosts + new_hosts < positions(members):
-            beyond.add(gang)
+            beyond[gang] = members
     return beyond
 
 
@@ -803,11 +803,6 @@ def _launches(
         served = tuple((dict(k), n) for k, n in sorted(serves[name].items()))
         launches.append(Launch(name, count, "demand", served))
     return launches, deferred
-
-
-def _infeasible(item: Item, node_types: Sequence[NodeType]) -> Infeasible:
-    reason, closest = infeasible_reason(item, node_types)
-    return Infeasible(_merged(item), item.count, reason, closest)
 
 
 def _limited(members: Sequence[Item], missing: int, types: Mapping[str, NodeType]) -> Infeasible:
