@@ -120,6 +120,9 @@ dear: e.g. packing a big accelerator unit's room with the CPU-only bundles worth
 share of its dominant resource, where a mix fills both CPU and memory. On flexible-shaped
 200-bundle problems outside the benchmark's seeds (10-44), 4 plans were 3.4-5.1% above their
 bounds before, at most 2.6% after, for 0.1-0.5 s more each."""
+ROUND_AGAIN_UNITS_ABOVE = 0.25
+"""...or where it has more than this fraction (and one) more new units than the cheapest
+fractional plan: the first rounding's MIP may cover the remainder with many small units."""
 NEAR_REDUCED_COST = 0.1
 ROUND_AGAIN_UNITS = 100
 """...for plans of at most this many new units in the LP (beyond that, a unit's rounding is a
@@ -235,7 +238,11 @@ def generate(
     def close_enough(meanwhile: Callable[[Future[float | None]], None] | None = None) -> bool:
         """The best plan is within ROUND_AGAIN_ABOVE of the LP or of the whole-unit bound
         (computed once, where the LP does not show it; ``meanwhile`` runs while its MIP
-        does, where it needs one)."""
+        does, where it needs one), and has at most ROUND_AGAIN_UNITS_ABOVE more units than
+        the LP."""
+        best = min(plans, key=lambda plan: _cost(plan, kinds))
+        if _new_units(best, kinds) > (1 + ROUND_AGAIN_UNITS_ABOVE) * lp_units + 1:
+            return False
         return shows_close(lp_cost) or shows_close(whole_floor(meanwhile))
 
     def shows_close(bound: float) -> bool:

@@ -57,6 +57,24 @@ def test_whole_units_lift_the_bound_of_a_large_plan():
     assert result.lower_bound_per_hour == result.cost_per_hour
 
 
+def test_a_bundle_filling_a_node_is_not_spread_over_other_nodes_spare_room_in_the_bound():
+    # 17 A100 tasks need 3 p4d (7 GPUs spare), 3 L4 tasks a g6 (5 spare): 12 spare GPUs,
+    # but the 8-GPU task fits on neither whole, so it needs a node of its own.
+    a100 = NodeType("p4d", {"CPU": 96, "GPU": 8, "accelerator_type:A100": 1}, 22.0)
+    l4 = NodeType("g6", {"CPU": 192, "GPU": 8, "accelerator_type:L4": 1}, 13.35)
+    t4 = NodeType("g4dn.metal", {"CPU": 96, "GPU": 8, "accelerator_type:T4": 1}, 7.8)
+    result = run(
+        [a100, l4, t4],
+        [
+            ({"CPU": 1, "GPU": 1, "accelerator_type:A100": 0.001}, 17),
+            ({"CPU": 1, "GPU": 1, "accelerator_type:L4": 0.001}, 3),
+            ({"CPU": 8, "GPU": 8}, 1),
+        ],
+    )
+    assert result.launch_counts() == {"p4d": 3, "g6": 1, "g4dn.metal": 1}
+    assert result.lower_bound_per_hour == pytest.approx(result.cost_per_hour)
+
+
 def test_exact_pricing_respects_large_memory():
     # Memory in share units reaches the solver's limit on a coefficient (1e15) unless scaled.
     demand = Demand(

@@ -178,7 +178,7 @@ def test_a_rounding_made_ahead_and_wanted_is_kept_as_made_and_not_made_again():
     assert budget.interrupt is None
 
 
-@pytest.mark.parametrize(("kind", "seed"), [("flexible", 1), ("gcp", 2), ("forced", 3)])
+@pytest.mark.parametrize(("kind", "seed"), [("flexible", 1), ("gcp", 3), ("gangs", 1)])
 def test_rounding_ahead_of_the_bound_gives_the_plan_rounding_after_it_gives(
     kind, seed, monkeypatch
 ):
