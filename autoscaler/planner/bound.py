@@ -13,7 +13,8 @@ of the gang), with unit counts relaxed to real numbers, is therefore a valid low
 the cost of any plan under the policy in force; the same LP with unit costs of 1 bounds the
 number of units, and with a cap on the cost added, the number of units of any plan costing
 at most that much. Its whole-unit MIPs keep unit counts whole, and the copies placed of
-items a unit holds few of (:data:`WHOLE_COPIES_UP_TO`), as they are in any plan.
+items a unit holds few of where the LP splits them (:data:`WHOLE_COPIES_UP_TO`), as they
+are in any plan.
 """
 
 from __future__ import annotations
@@ -80,11 +81,12 @@ the default (steepest edge; the same optimum), and at most 0.12 s where the defa
 1,439)."""
 WHOLE_COPIES_UP_TO = 1
 """In the whole-unit MIPs, the copies of an item placed on a kind are whole too where one
-unit of that kind holds at most this many: with units alone whole, a bundle that fills a unit
-(an 8-GPU task) could still be spread over the room other work leaves on several units (on a
-gang-heavy 200-bundle plan, a bound 3.2% below the optimum; with those copies whole, the
-optimum's own cost, at the root). Where more copies fit, a fraction of one matters little
-and whole copies would only make the MIP dearer."""
+unit of that kind holds at most this many and the LP places a fraction of one there: with
+units alone whole, a bundle that fills a unit (an 8-GPU task) could still be spread over the
+room other work leaves on several units (on a gang-heavy 200-bundle plan, a bound 3.2%
+below the optimum; with those copies whole, the optimum's own cost, at the root). Only
+those the LP splits: with every such column whole, MIPs over 75 node types took ten times
+as long for a bound 0.2% higher."""
 BOUND_ONLY_OFF = (
     "mip_heuristic_run_feasibility_jump",
     "mip_heuristic_run_rins",
@@ -165,8 +167,9 @@ class BoundModel:
         }
         self.penalty = penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
         placements: dict[int, list[int]] = {item.index: [] for item in items}
-        self.placement_cols: list[int] = []
-        """Copies of an item placed on a kind: whole numbers in any plan."""
+        self.few_copies_cols: list[int] = []
+        """Copies placed of an item one unit of the kind holds at most
+        :data:`WHOLE_COPIES_UP_TO` of (whole numbers in any plan)."""
         hosting: dict[int, list[tuple[int, int]]] = {item.index: [] for item in items}
         units: dict[int, tuple[dict[str, int], dict[str, tuple[int, int]]]] = {}
         for kind in kinds:
@@ -187,7 +190,7 @@ class BoundModel:
                 hosting[item.index].append((x, copies))
                 y = column(0.0, inf)
                 if copies <= WHOLE_COPIES_UP_TO:
-                    self.placement_cols.append(y)
+                    self.few_copies_cols.append(y)
                 y_of[item.index] = y
                 placements[item.index].append(y)
                 rows.append(([y, x], [1.0, -float(copies)], -inf, 0.0))  # copies per unit
@@ -331,7 +334,8 @@ class BoundModel:
         shown = plan_cost is not None and plan_cost <= (1 + TARGET) * cost_bound
         if small and again and not shown and cost_cap > close * cost_bound:
             enough, stall_above = cost_cap / close, cost_cap / (1 + TARGET)
-            cost_mip = in_background(self._whole_units, None, enough, cost_notes, stall_above)
+            lp = list(self.h.getSolution().col_value)  # read here: the unit bound changes it
+            cost_mip = in_background(self._whole_units, None, enough, cost_notes, lp, stall_above)
         units = 0
         if count_units:
             units = self._unit_bound(plan_units if small else None, notes)
@@ -375,7 +379,12 @@ class BoundModel:
         if plan_units is not None and plan_units > NODE_MIP_ABOVE * unit_bound:
             enough = plan_units / NODE_MIP_ABOVE
             dual = self._whole_units(
-                np.array(self.nodes), enough, notes, cutoff=plan_units, nodes=NODE_MIP_NODES
+                np.array(self.nodes),
+                enough,
+                notes,
+                h.getSolution().col_value,
+                cutoff=plan_units,
+                nodes=NODE_MIP_NODES,
             )
             if dual is not None:
                 unit_bound = max(unit_bound, dual)
@@ -393,21 +402,23 @@ class BoundModel:
         objective: np.ndarray | None,
         enough: float,
         notes: list[str],
+        lp_values: Sequence[float],
         stall_above: float = math.inf,
         cutoff: float | None = None,
         nodes: int = MIP_BOUND_NODES,
     ) -> float | None:
         """Root dual bound with whole units (and whole copies of the items a unit holds at
-        most :data:`WHOLE_COPIES_UP_TO` of), of the cost (``objective`` None) or of
-        ``objective`` among plans within the cap (valid wherever the search stops: at the node
-        limit, once it reaches ``enough``, or once the cut loop stalls). ``cutoff``: the
-        objective of a known plan (HiGHS then prunes what cannot beat it, and does not
-        restart). ``nodes``: its branch-and-bound node limit."""
+        most :data:`WHOLE_COPIES_UP_TO` of, where ``lp_values`` split them), of the cost
+        (``objective`` None) or of ``objective`` among plans within the cap (valid wherever
+        the search stops: at the node limit, once it reaches ``enough``, or once the cut loop
+        stalls). ``cutoff``: the objective of a known plan (HiGHS then prunes what cannot beat
+        it, and does not restart). ``nodes``: its branch-and-bound node limit."""
         import highspy
 
         mip = self._model()
         n = len(self.cost)
-        make_integer(mip, [*self.x_of.values(), *self.placement_cols])
+        split = [c for c in self.few_copies_cols if abs(lp_values[c] - round(lp_values[c])) > 1e-6]
+        make_integer(mip, [*self.x_of.values(), *split])
         for col in self.slack_cols:  # a plan placing the demand given leaves nothing unplaced
             mip.changeColBounds(col, 0.0, 0.0)
         if self.cap is not None and objective is not None:
