@@ -98,6 +98,18 @@ BOUND_ONLY_OFF = (
 
 
 @dataclass(frozen=True)
+class _CostMip:
+    """A whole-unit cost MIP a bound model ran."""
+
+    cap: float | None
+    dual: float
+    optimum: float | None
+    """The cost of its plan, where it ended at its optimum."""
+    enough: bool
+    """It stopped once its bound reached what was enough then (it searched no further)."""
+
+
+@dataclass(frozen=True)
 class Bounds:
     cost: float
     """Cost of the new units of any plan placing as much (0 when nothing is needed)."""
@@ -130,9 +142,7 @@ class BoundModel:
         self.counted = False
         self.cost_bound = 0.0
         self._solving: Future[None] | None = None
-        self._optimal: tuple[float | None, float, float] | None = None
-        """(cap, cost, bound) of the last whole-unit cost MIP solved to optimality: its plan
-        cost that much, and its bound holds under any tighter cap that plan is within."""
+        self._cost_mips: list[_CostMip] = []
         if self.items:
             self._build(global_room)
             self.h = self._model()
@@ -328,8 +338,8 @@ class BoundModel:
         if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:
             cost_bound = max(cost_bound, known_cost(cost_bound))
         again = cost_cap is not None and cost_cap > (1 + TARGET) * whole_floor
-        if again and (solved := self._still_optimal(cost_cap)) is not None:
-            cost_bound, again = max(cost_bound, solved), False
+        if again and (earlier := self._earlier_cost_mip(cost_cap)) is not None:
+            cost_bound, again = max(cost_bound, earlier), False
         cost_mip, cost_notes = None, []
         shown = plan_cost is not None and plan_cost <= (1 + TARGET) * cost_bound
         if small and again and not shown and cost_cap > close * cost_bound:
@@ -348,14 +358,19 @@ class BoundModel:
                 cost_bound = max(cost_bound, dual)
         return Bounds(max(cost_bound, 0.0), units, tuple(notes))
 
-    def _still_optimal(self, cost_cap: float) -> float | None:
-        """The bound of a whole-unit cost MIP solved to optimality under a cap no tighter
-        than ``cost_cap`` whose plan ``cost_cap`` still buys: tightening the units' columns
-        only removes plans, and not that one, so the MIP would end at the same optimum."""
-        if self._optimal is None:
-            return None
-        cap, cost, bound = self._optimal
-        return bound if (cap is None or cost_cap <= cap) and cost <= cost_cap else None
+    def _earlier_cost_mip(self, cost_cap: float) -> float | None:
+        """The bound of a whole-unit cost MIP this model ran that one under ``cost_cap``
+        cannot better: one that ended at its optimum, where ``cost_cap`` buys that plan (the
+        optimum under any such cap), or one that searched as far as its limits let it under
+        a cap no looser (a looser cap only lets dearer plans in). Any such MIP's bound holds
+        for every plan: it is at most its cap, and a plan its cap leaves out costs more."""
+        found = [
+            run.dual
+            for run in self._cost_mips
+            if (run.optimum is not None and run.optimum <= cost_cap)
+            or (not run.enough and run.cap is not None and run.cap <= cost_cap)
+        ]
+        return max(found, default=None)
 
     def _unit_bound(self, plan_units: int | None, notes: list[str]) -> int:
         """Fewest new units of a plan placing as much and costing at most the cap; with whole
@@ -438,11 +453,13 @@ class BoundModel:
         if status == highspy.HighsModelStatus.kTimeLimit:
             notes.append(f"bound MIP: solver time guard ({GUARD_TIME_S:g} s) reached")
         dual = mip.getInfo().mip_dual_bound
-        if objective is None and status == highspy.HighsModelStatus.kOptimal:
-            self._optimal = (self.cap, mip.getInfo().objective_function_value, dual)
-        if np.isfinite(dual) and status != highspy.HighsModelStatus.kInfeasible:
-            return dual
-        return None
+        if not np.isfinite(dual) or status == highspy.HighsModelStatus.kInfeasible:
+            return None
+        if objective is None:
+            optimal = status == highspy.HighsModelStatus.kOptimal
+            optimum = mip.getInfo().objective_function_value if optimal else None
+            self._cost_mips.append(_CostMip(self.cap, dual, optimum, dual >= enough))
+        return dual
 
 
 def _most_units(kind: Kind, demand: Mapping[int, int], cost_cap: float | None) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -191,22 +192,48 @@ def test_the_whole_unit_cost_bound_is_not_computed_twice(monkeypatch):
     assert mips == [1]  # without it, the MIP runs
 
 
-def test_a_whole_unit_bound_solved_to_its_optimum_holds_under_tighter_caps(monkeypatch):
+def _counting_mips(monkeypatch, **limits) -> list[int]:
+    """Counts the bound MIPs run from here on (``limits``: passed to every one's limit)."""
+    mips: list[int] = []
+    limit = bound.limit_mip
+    monkeypatch.setattr(
+        bound, "limit_mip", lambda h, *a, **k: mips.append(1) or limit(h, *a, **{**k, **limits})
+    )
+    return mips
+
+
+def test_a_whole_unit_bound_solved_to_its_optimum_holds_under_any_cap_buying_its_plan(
+    monkeypatch,
+):
     items, demand, kinds = _small_fractional_gpu_problem()
     lp = lower_bounds(items, demand, kinds, None, count_units=False).cost
     model = BoundModel(items, demand, kinds, None)
     first = model.bounds(2 * lp, 3, count_units=False).cost  # its MIP ends at its optimum
     assert first > 1.4 * lp
-    mips = []
-    limit = bound.limit_mip
-    monkeypatch.setattr(bound, "limit_mip", lambda *a, **k: mips.append(1) or limit(*a, **k))
+    mips = _counting_mips(monkeypatch)
     # A tighter cap that still buys that optimum's plan: the same bound, no MIP.
     assert model.bounds(1.5 * lp, 3, count_units=False).cost == first
-    assert mips == []
     assert lower_bounds(items, demand, kinds, None, 1.5 * lp, 3, count_units=False).cost == first
-    mips.clear()
-    model.bounds(3 * lp, 3, count_units=False)  # a looser cap lets other plans in
+    assert mips == [1]  # (the second model ran its own)
+    # A looser one only lets dearer plans in: the same optimum.
+    assert model.bounds(3 * lp, 3, count_units=False).cost == first
     assert mips == [1]
+
+
+def test_a_whole_unit_bound_stopped_early_is_not_sought_again_under_a_looser_cap(monkeypatch):
+    items, demand, kinds = _small_fractional_gpu_problem()
+    lp = lower_bounds(items, demand, kinds, None, count_units=False).cost
+    model = BoundModel(items, demand, kinds, None)
+    mips = _counting_mips(monkeypatch, stall=0, stall_above=-math.inf)  # stop at once
+    stopped = model.bounds(2 * lp, 3, count_units=False).cost
+    exact = BoundModel(items, demand, kinds, None)
+    monkeypatch.undo()
+    assert stopped < exact.bounds(2 * lp, 3, count_units=False).cost  # it did stop early
+    mips = _counting_mips(monkeypatch)
+    assert model.bounds(3 * lp, 3, count_units=False).cost == stopped
+    assert mips == []  # a looser cap: the bound it has
+    assert model.bounds(1.8 * lp, 3, count_units=False).cost >= stopped
+    assert mips == [1]  # a tighter one may prove more
 
 
 def test_a_model_built_before_the_plan_bounds_it_as_one_built_after():
