@@ -777,21 +777,30 @@ def _launches(
     existing_units: Mapping[str, int],
     request: PlanRequest,
 ) -> tuple[list[Launch], list[tuple[str, int]]]:
+    # What the new units of each type hold: launched for demand (new) or for min_workers.
+    serves: dict[tuple[str, bool], dict[tuple, int]] = defaultdict(lambda: defaultdict(int))
+    units: dict[str, int] = defaultdict(int)
+    for group in groups:
+        if group.kind.existing:
+            continue
+        name = group.kind.node_type
+        if group.kind.new:
+            units[name] += group.units
+        for index, copies in group.copies().items():
+            for resources in items[index].resources:
+                key = tuple(sorted(resources.items()))
+                serves[name, group.kind.new][key] += copies * group.units
+
+    def served(name: str, new: bool) -> tuple[tuple[dict[str, float], int], ...]:
+        return tuple((dict(k), n) for k, n in sorted(serves[name, new].items()))
+
     launches = [
-        Launch(name, count, "min_workers") for name, count in sorted(min_launches.items()) if count
+        Launch(name, count, "min_workers", served(name, False))
+        for name, count in sorted(min_launches.items())
+        if count
     ]
     deferred = []
     speed = request.limits.upscaling_speed
-    serves: dict[str, dict[tuple, int]] = defaultdict(lambda: defaultdict(int))
-    units: dict[str, int] = defaultdict(int)
-    for group in groups:
-        if not group.kind.new:
-            continue
-        name = group.kind.node_type
-        units[name] += group.units
-        for index, copies in group.copies().items():
-            for resources in items[index].resources:
-                serves[name][tuple(sorted(resources.items()))] += copies * group.units
     for name in sorted(units):
         count = units[name]
         have = existing_units.get(name, 0) + min_launches.get(name, 0)
@@ -800,8 +809,7 @@ def _launches(
             if count > cap:
                 deferred.append((name, count - cap))
                 count = cap
-        served = tuple((dict(k), n) for k, n in sorted(serves[name].items()))
-        launches.append(Launch(name, count, "demand", served))
+        launches.append(Launch(name, count, "demand", served(name, True)))
     return launches, deferred
 
 

@@ -256,6 +256,7 @@ def test_min_workers_are_launched_and_serve_demand():
     reasons = {(launch.reason, launch.count) for launch in result.launches}
     assert reasons == {("min_workers", 2)}  # two min nodes hold all ten
     assert result.launch_counts() == {"m6i.2xlarge": 2}
+    assert result.launches[0].serves == (({"CPU": 1}, 10),)  # and say so
 
 
 def test_first_step_is_sized_to_demand_then_upscaling_speed_caps_growth():
