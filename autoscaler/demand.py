@@ -89,12 +89,13 @@ def parse_demand(data: Any) -> Demand:
     for key in data.keys() - {"bundles", "placement_groups"}:
         hint = _hint(key, ["bundles", "placement_groups"])
         problems.add(clip(key), f"unknown key{hint}")
+    valid: dict[tuple, Shape] = {}
     bundles: dict[Shape, int] = {}
-    for shape, count in _bundles(data.get("bundles", []), "bundles", problems):
+    for shape, count in _bundles(data.get("bundles", []), "bundles", problems, valid):
         bundles[shape] = bundles.get(shape, 0) + count
     groups: dict[tuple[str, tuple[Shape, ...]], int] = {}
     for index, group in enumerate(_list(data.get("placement_groups", []), "placement_groups")):
-        parsed = _placement_group(group, f"placement_groups[{index}]", problems)
+        parsed = _placement_group(group, f"placement_groups[{index}]", problems, valid)
         if parsed is not None:
             groups[parsed[0]] = groups.get(parsed[0], 0) + parsed[1]
     problems.raise_any()
@@ -154,9 +155,12 @@ def _check_key(resources: dict) -> tuple:
     return tuple(sorted((name, type(q).__name__, q) for name, q in resources.items()))
 
 
-def _bundles(items: Any, path: str, problems: _Problems) -> Iterable[tuple[Shape, int]]:
-    """(shape, count) of each valid bundle; each distinct shape is checked once."""
-    checked: dict[tuple, Shape | None] = {}
+def _bundles(
+    items: Any, path: str, problems: _Problems, valid: dict[tuple, Shape]
+) -> Iterable[tuple[Shape, int]]:
+    """(shape, count) of each valid bundle. Each distinct shape is checked once: a valid one
+    once per demand (``valid``, shared by its lists), a wrong one reported once per list."""
+    wrong: set[tuple] = set()
     for index, item in enumerate(_list(items, path)):
         where = f"{path}[{index}]"
         resources, count = _unwrap(item, where, problems)
@@ -164,13 +168,17 @@ def _bundles(items: Any, path: str, problems: _Problems) -> Iterable[tuple[Shape
             continue
         try:
             key = _check_key(resources)
-            known = key in checked
+            shape = valid.get(key)
         except TypeError:  # an unhashable quantity: the check below reports it
-            key, known = (), False
-        if not known:
-            checked[key] = _check_resources(resources, where, problems)
-        if checked[key] is not None and count is not None:
-            yield checked[key], count
+            key, shape = (), None
+        if shape is None and key not in wrong:
+            shape = _check_resources(resources, where, problems)
+            if shape is None:
+                wrong.add(key)
+            else:
+                valid[key] = shape
+        if shape is not None and count is not None:
+            yield shape, count
 
 
 def _unwrap(item: Any, path: str, problems: _Problems) -> tuple[dict | None, int | None]:
@@ -228,7 +236,7 @@ def _quantity_error(name: str, quantity: Any) -> str | None:
 
 
 def _placement_group(
-    group: Any, path: str, problems: _Problems
+    group: Any, path: str, problems: _Problems, valid: dict[tuple, Shape]
 ) -> tuple[tuple[str, tuple[Shape, ...]], int] | None:
     """((strategy, bundle shapes), count); None where nothing can be built (reported)."""
     if not isinstance(group, dict):
@@ -250,7 +258,7 @@ def _placement_group(
     if not isinstance(bundles, list) or not bundles:
         problems.add(f"{path}.bundles", "expected a non-empty list of bundles")
         return None
-    counted = list(_bundles(bundles, f"{path}.bundles", problems))
+    counted = list(_bundles(bundles, f"{path}.bundles", problems, valid))
     size = sum(n for _, n in counted)
     if size > MAX_GROUP_BUNDLES:
         problems.add(f"{path}.bundles", f"{size:,} bundles; at most {MAX_GROUP_BUNDLES:,}")
