@@ -232,16 +232,18 @@ def generate(
     floor: float | None = None
     proven = 0.0
 
+    def cheapest() -> dict[Pattern, int]:
+        return min(plans, key=lambda plan: _cost(plan, kinds))
+
     def best_cost() -> float:
-        return min(_cost(plan, kinds) for plan in plans)
+        return _cost(cheapest(), kinds)
 
     def close_enough(meanwhile: Callable[[Future[float | None]], None] | None = None) -> bool:
         """The best plan is within ROUND_AGAIN_ABOVE of the LP or of the whole-unit bound
         (computed once, where the LP does not show it; ``meanwhile`` runs while its MIP
         does, where it needs one), and has at most ROUND_AGAIN_UNITS_ABOVE more units than
         the LP."""
-        best = min(plans, key=lambda plan: _cost(plan, kinds))
-        if _new_units(best, kinds) > (1 + ROUND_AGAIN_UNITS_ABOVE) * lp_units + 1:
+        if _new_units(cheapest(), kinds) > (1 + ROUND_AGAIN_UNITS_ABOVE) * lp_units + 1:
             return False
         return shows_close(lp_cost) or shows_close(whole_floor(meanwhile))
 
@@ -259,7 +261,7 @@ def generate(
         the LP bound, and with ``lagrangian`` the Lagrangian bound at the greedy pricing's
         duals, do not show the best plan within ``close``). ``meanwhile``: work done while
         that MIP runs, where it does."""
-        best_plan = min(plans, key=lambda plan: _cost(plan, kinds))
+        best_plan = cheapest()
         best = _cost(best_plan, kinds)
 
         def proved(at_least: float) -> float:
