@@ -8,7 +8,8 @@ remainder (a few units per basic pattern) gets its own column generation, seeded
 single-item units (and, on large plans, with the remainder packed greedily: whole units whose
 contents fit together, which the LP's fractional patterns of, e.g., gang items on dear nodes
 rarely offer), and a MIP over that LP's support and those seeds; a plan still far from its bound
-is rounded again other ways (:data:`ROUND_AGAIN_ABOVE`), past the work budget where it may
+(:data:`ROUND_AGAIN_ABOVE`), or with far more units than the LP
+(:data:`ROUND_AGAIN_UNITS_ABOVE`), is rounded again other ways, past the work budget where it may
 miss the planner's target (:data:`REPAIR_WORK`). Small plans (:data:`EXACT_UNITS`) whose
 first integer plan is not that close yet: every kind is also priced exactly, which gives
 Lagrangian cost bounds, the plan is rounded again and a dive makes another; so is a plan that
