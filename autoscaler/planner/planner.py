@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from accel.allocation import SHARE_UNITS
@@ -270,20 +270,16 @@ def _impossible_left_out(
         count = sum(n for _, n in live)
         every[item.index] = replace(item, sources=live + left_out) if left_out else item
         if not item.candidates and count:
-            infeasible.append(Infeasible(_merged(item), count, *why_of[item.index]))
+            infeasible.append(Infeasible(_summed(item.resources), count, *why_of[item.index]))
         elif item.candidates and count:
             planned.append(replace(item, count=count, sources=live) if left_out else item)
     for group, (why, closest) in sorted(dead.items()):
         record = demand.placement_groups[group]
-        summed: dict[str, float] = defaultdict(float)
-        for bundle in record.bundles:
-            for name, quantity in bundle.items():
-                summed[name] += quantity
         reason = (
             f"{why} (in a {record.strategy} placement group of {len(record.bundles)} bundles: "
             "Ray reserves a group whole or not at all, so none of them is planned)"
         )
-        infeasible.append(Infeasible(dict(summed), record.count, reason, closest))
+        infeasible.append(Infeasible(_summed(record.bundles), record.count, reason, closest))
     return infeasible, planned, every
 
 
@@ -835,14 +831,15 @@ def _limited(members: Sequence[Item], missing: int, types: Mapping[str, NodeType
         reason = "limited by max_workers of " + ", ".join(candidates)
     merged: dict[str, float] = defaultdict(float)
     for item in members:  # (a gang's item: its resources once per position it stands for)
-        for name, quantity in _merged(item).items():
+        for name, quantity in _summed(item.resources).items():
             merged[name] += quantity * item.slots
     return Infeasible(dict(merged), missing, reason, candidates[0])
 
 
-def _merged(item: Item) -> dict[str, float]:
+def _summed(bundles: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    """The bundles' resources added up."""
     total: dict[str, float] = defaultdict(float)
-    for resources in item.resources:
+    for resources in bundles:
         for name, quantity in resources.items():
             total[name] += quantity
     return dict(total)
