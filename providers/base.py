@@ -43,6 +43,9 @@ CLOUD_STOPPED = "stopped"
 CLOUD_TERMINATING = "terminating"
 CLOUD_TERMINATED = "terminated"
 LIVE_CLOUD_STATES = frozenset({CLOUD_PENDING, CLOUD_RUNNING, CLOUD_STOPPING, CLOUD_STOPPED})
+METADATA_CURL = "curl -fsS --retry 5 --retry-connrefused"
+"""How a node's boot script asks its cloud's metadata service: a slow or early-boot failure
+is retried (a missing key, 404, is not), so a slice host never falls back to host 0."""
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from instance_catalog.catalog import Offer
 from providers.aws.nodes import market_of
-from providers.base import Cloud, NodeTypeOffering, split_zones
+from providers.base import METADATA_CURL, Cloud, NodeTypeOffering, split_zones
 from providers.catalog import catalog_entry
 
 if TYPE_CHECKING:
@@ -16,9 +16,9 @@ if TYPE_CHECKING:
 from providers.errors import InvalidConfigError
 
 NODE_IDENTITY_SCRIPT = (
-    "TOKEN=$(curl -fsS -X PUT http://169.254.169.254/latest/api/token "
+    f"TOKEN=$({METADATA_CURL} -X PUT http://169.254.169.254/latest/api/token "
     '-H "X-aws-ec2-metadata-token-ttl-seconds: 300")\n'
-    'NODE_ID=$(curl -fsS -H "X-aws-ec2-metadata-token: $TOKEN" '
+    f'NODE_ID=$({METADATA_CURL} -H "X-aws-ec2-metadata-token: $TOKEN" '
     "http://169.254.169.254/latest/meta-data/instance-id)\n"
     "HOST=0\n"
 )

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 from instance_catalog.catalog import Offer
 from instance_catalog.gcp import accelerator_zones, zone_fact_regions, zones_from_api
-from providers.base import ON_DEMAND, SPOT, Cloud, NodeTypeOffering, split_zones
+from providers.base import (
+    METADATA_CURL,
+    ON_DEMAND,
+    SPOT,
+    Cloud,
+    NodeTypeOffering,
+    split_zones,
+)
 from providers.catalog import catalog_entry
 from providers.gcp.compute.machine import (
     GPU_FIELD,
@@ -27,11 +34,11 @@ if TYPE_CHECKING:
 
 NODE_IDENTITY_SCRIPT = (
     'MD="http://metadata.google.internal/computeMetadata/v1/instance"\n'
-    'NAME=$(curl -fsS -H "Metadata-Flavor: Google" "$MD/attributes/instance-id" '
-    '|| curl -fsS -H "Metadata-Flavor: Google" "$MD/name")\n'
-    'ZONE=$(curl -fsS -H "Metadata-Flavor: Google" "$MD/zone")\n'
+    f'NAME=$({METADATA_CURL} -H "Metadata-Flavor: Google" "$MD/attributes/instance-id" '
+    f'|| {METADATA_CURL} -H "Metadata-Flavor: Google" "$MD/name")\n'
+    f'ZONE=$({METADATA_CURL} -H "Metadata-Flavor: Google" "$MD/zone")\n'
     'NODE_ID="${ZONE##*/}/$NAME"\n'
-    'HOST=$(curl -fsS -H "Metadata-Flavor: Google" "$MD/attributes/agent-worker-number" '
+    f'HOST=$({METADATA_CURL} -H "Metadata-Flavor: Google" "$MD/attributes/agent-worker-number" '
     "|| echo 0)\n"
 )
 """``zone/name``: a TPU VM's node id (attribute ``instance-id``) or a VM's name, with its

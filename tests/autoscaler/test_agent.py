@@ -11,6 +11,7 @@ import time
 import pytest
 
 from autoscaler.agent import NodeAgent
+from autoscaler.bootstrap import AGENT_LOG
 from autoscaler.config import parse_cluster_config
 from autoscaler.reconciler import Reconciler
 from autoscaler.report import decode, encode
@@ -19,7 +20,12 @@ from providers import cloud_for
 from providers.gcp.tpu import GcpTpuNodeProvider
 from providers.local.gcp.tpu import TpuCloud, TpuEmulator
 from providers.local.hosts import SimulatedHost, build, host_probe
-from providers.local.simulator import NodeSimulator, end_host_processes, node_environment
+from providers.local.simulator import (
+    NodeSimulator,
+    end_host_processes,
+    host_dir,
+    node_environment,
+)
 from tests.fakes.clock import Clock
 
 GCP_VALUE_LIMIT = cloud_for("gcp").tag_value_limit
@@ -161,9 +167,23 @@ def _reports(provider, simulator, hosts: int) -> list:
         simulator.step()
         (node,) = provider.nodes()
         reports = [decode(node.tags, host) for host in range(hosts)]
-        if all(reports) or time.monotonic() > deadline:
+        if all(reports):
             return reports
+        if time.monotonic() > deadline:
+            silent = [host for host, report in enumerate(reports) if not report]
+            pytest.fail(f"hosts {silent} never reported:\n{_host_logs(node.id, silent)}")
         time.sleep(0.2)
+
+
+def _host_logs(node_id: str, hosts: list[int]) -> str:
+    """The console and the agent's log of each of ``hosts``: why they did not report."""
+    logs = []
+    for host in hosts:
+        base = host_dir("sim", node_id, host)
+        for path in (base / "console.log", base / "root" / AGENT_LOG.lstrip("/")):
+            text = path.read_text() if path.exists() else "(none)"
+            logs.append(f"--- host {host}: {path.name}\n{text}")
+    return "\n".join(logs)
 
 
 def encode_keys(host: int) -> list[str]:
@@ -172,6 +192,7 @@ def encode_keys(host: int) -> list[str]:
     return list(encode(NodeReport({"CPU": 1}), GCP_VALUE_LIMIT, host))
 
 
+@pytest.mark.timeout(REPORT_WAIT_S + 60)
 def test_node_run_on_a_simulated_host_gets_device_ids(env):
     config, provider, base = env
     clock = Clock()

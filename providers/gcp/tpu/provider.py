@@ -305,7 +305,9 @@ class GcpTpuNodeProvider(NodeProvider):
     def set_tags(self, node_ids: Iterable[str], tags: Mapping[str, str]) -> None:
         """Merge ``tags`` into each node's labels. The TPU API replaces labels whole (no
         fingerprint), so the hosts of one slice writing at once can undo each other's write:
-        each write is read back and redone, a few times, until its labels are there."""
+        each write is read back and redone, a few times, until its labels are there. Raises
+        :class:`ProviderError` where other writers still undid it: the write did not happen,
+        so the caller (a host's agent) retries it later."""
         updates = check_labels(self.ownership_tags(tags))
         pending = list(dict.fromkeys(node_ids))
         for attempt in range(LABEL_WRITE_TRIES):
@@ -314,7 +316,11 @@ class GcpTpuNodeProvider(NodeProvider):
             pending = self._write_labels(pending, updates)
             if not pending:
                 return
-        logger.warning("labels of TPU nodes %s were overwritten by concurrent writes", pending)
+        raise ProviderError(
+            f"labels of TPU nodes {', '.join(pending)} were overwritten by concurrent writes "
+            f"{LABEL_WRITE_TRIES} times",
+            code="CONCURRENT_LABEL_WRITES",
+        )
 
     def _write_labels(self, node_ids: Sequence[str], updates: Mapping[str, str]) -> list[str]:
         """Write ``updates`` into each node's labels; the ids whose labels, read back, lack

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from providers.base import (
     CLOUD_PENDING,
     CLOUD_RUNNING,
@@ -13,6 +15,7 @@ from providers.base import (
     TAG_NODE_STATUS,
     TAG_NODE_TYPE,
 )
+from providers.errors import ProviderError
 from providers.local.gcp.tpu import TpuCloud
 from tests.providers.gcp.conftest import CLUSTER, PROJECT, ZONE
 
@@ -143,6 +146,42 @@ def test_set_tags_updates_labels_but_never_the_owner(provider):
     assert tags[TAG_NODE_STATUS] == "up-to-date"
     assert tags[TAG_CLUSTER] == CLUSTER
     assert tags[TAG_NODE_TYPE] == "tpu_v4"
+
+
+def _rival_undoes_writes(provider, cloud, times: int) -> None:
+    """Another host of the slice writes labels it read before each of ``provider``'s writes
+    (the TPU API has no fingerprint), undoing the first ``times`` of them."""
+    write = provider.api.update_labels
+    undone = []
+
+    def write_then_lose(zone, node_id, labels):
+        before = provider.node_tags(f"{zone}/{node_id}")
+        operation = write(zone, node_id, labels)
+        if len(undone) < times:
+            undone.append(node_id)
+            cloud.patch(PROJECT, zone, node_id, "labels", {"labels": before})
+        return operation
+
+    provider.api.update_labels = write_then_lose
+
+
+def test_a_label_write_another_host_undid_is_written_again(provider, cloud):
+    (node,) = provider.create_node({"acceleratorType": "v4-16"}, WORKER_TAGS, 1, "req-1").nodes
+    _rival_undoes_writes(provider, cloud, times=2)
+
+    provider.set_tags([node.id], {TAG_NODE_STATUS: "up-to-date"})
+
+    assert provider.node_tags(node.id)[TAG_NODE_STATUS] == "up-to-date"
+
+
+def test_a_label_write_other_hosts_keep_undoing_raises_so_the_agent_retries_it(provider, cloud):
+    (node,) = provider.create_node({"acceleratorType": "v4-16"}, WORKER_TAGS, 1, "req-1").nodes
+    _rival_undoes_writes(provider, cloud, times=1000)
+
+    with pytest.raises(ProviderError, match="overwritten by concurrent writes"):
+        provider.set_tags([node.id], {TAG_NODE_STATUS: "up-to-date"})
+
+    assert TAG_NODE_STATUS not in provider.node_tags(node.id)
 
 
 def test_tag_filters_select_nodes(provider):
