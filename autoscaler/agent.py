@@ -36,13 +36,16 @@ class PublishPolicy:
     has stayed idle ``settle_s`` (short tasks back to back do not flap it). Any other change
     (free shares while busy) waits at least ``min_interval_s``; an unchanged report is
     repeated every ``heartbeat_s``. A failed publish is retried after a backoff that doubles up
-    to ``max_backoff_s``."""
+    to ``max_backoff_s``. On a channel that can lose a report after taking it (tags another
+    writer can overwrite), each report is read back ``confirm_after_s`` after it went out and
+    sent again if it is gone."""
 
     heartbeat_s: float
     min_interval_s: float
     burst_s: float = 2.0
     settle_s: float = 15.0
     max_backoff_s: float = 60.0
+    confirm_after_s: float = 30.0
 
 
 TO_THE_MONITOR = PublishPolicy(heartbeat_s=60.0, min_interval_s=30.0)
@@ -64,6 +67,19 @@ def tag_publisher(
     return publish
 
 
+def tags_hold(provider: NodeProvider, node_id: str, host: int = 0) -> Callable[[NodeReport], bool]:
+    """Whether the node's tags still hold a report :func:`tag_publisher` sent: the hosts of a
+    TPU slice share one set of labels, which the API replaces whole with no fingerprint, so
+    one host's write can undo another's after both were read back."""
+    limit = provider.cloud.tag_value_limit
+
+    def holds(report: NodeReport) -> bool:
+        tags = provider.node_tags(node_id)
+        return all(tags.get(key, "") == value for key, value in encode(report, limit, host).items())
+
+    return holds
+
+
 class NodeAgent:
     """Builds reports for one host and publishes the ones that say something new."""
 
@@ -75,14 +91,18 @@ class NodeAgent:
         clock: Callable[[], float] = time.time,
         policy: PublishPolicy = TO_THE_MONITOR,
         version: str = "",
+        confirm: Callable[[NodeReport], bool] | None = None,
     ) -> None:
         self.publish = publish
+        self.confirm = confirm
+        """Whether the channel still holds a report sent on it (None: it cannot lose one)."""
         self.probe = probe
         self.state_dir = Path(state_dir)
         self.clock = clock
         self.policy = policy
         self.version = version or package_version()
         self._last: NodeReport | None = None
+        self._confirmed = True
         self._failures = 0
         self._retry_at = 0.0
         self._idle_file = self.state_dir / "agent-idle.json"
@@ -108,14 +128,18 @@ class NodeAgent:
         )
 
     def step(self) -> NodeReport | None:
-        """Report once if the policy says so; the report sent, if any. A failed publish
-        raises, and the next attempt waits for the backoff."""
+        """Report once if the policy says so; the report sent, if any. A failed publish (or
+        read-back) raises, and the next attempt waits for the backoff."""
         report = self.report()
         if report.idle_since is None:
             self._idle_file.unlink(missing_ok=True)
-        if report.reported_at < self._retry_at or not self._due(report):
+        if report.reported_at < self._retry_at:
             return None
         try:
+            if self._lost(report.reported_at):
+                self._last = None  # as if never sent: due now
+            if not self._due(report):
+                return None
             self.publish(report)
         except Exception:
             self._failures += 1
@@ -124,7 +148,23 @@ class NodeAgent:
             raise
         self._failures = 0
         self._last = report
+        self._confirmed = self.confirm is None
         return report
+
+    def _lost(self, now: float) -> bool:
+        """Whether the last report, read back once ``confirm_after_s`` after it went out,
+        is gone from the channel."""
+        last = self._last
+        if self._confirmed or last is None or now - last.reported_at < self.policy.confirm_after_s:
+            return False
+        assert self.confirm is not None
+        held = self.confirm(last)
+        self._confirmed = True
+        if not held:
+            logger.warning(
+                "the report of %.0f is gone from the channel; sending it again", last.reported_at
+            )
+        return not held
 
     def _due(self, report: NodeReport) -> bool:
         last = self._last

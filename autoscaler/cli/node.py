@@ -343,7 +343,7 @@ def agent(
     report endpoint (no cloud API calls), or into the node's own tags."""
     from accel.ledger import default_state_dir
     from accel.probe import HostProbe
-    from autoscaler.agent import INTO_TAGS, TO_THE_MONITOR, NodeAgent, tag_publisher
+    from autoscaler.agent import INTO_TAGS, TO_THE_MONITOR, NodeAgent, tag_publisher, tags_hold
 
     if report_url:
         from autoscaler.report_channel import http_publisher
@@ -355,6 +355,7 @@ def agent(
         except OSError as err:
             raise click.UsageError(f"--report-secret-file: {err.strerror or err}") from None
         publish, policy = http_publisher(report_url, secret, node_id, host), TO_THE_MONITOR
+        confirm = None  # the monitor's answer is its receipt
     else:
         from providers import get_provider
 
@@ -364,8 +365,9 @@ def agent(
             raise click.UsageError(f"--provider-config: not valid JSON ({err.msg})") from err
         provider = get_provider(provider_config, cluster_name)
         publish, policy = tag_publisher(provider, node_id, host), INTO_TAGS
+        confirm = tags_hold(provider, node_id, host)
     probe = HostProbe.from_host()
-    reporter = NodeAgent(publish, probe, default_state_dir(), policy=policy)
+    reporter = NodeAgent(publish, probe, default_state_dir(), policy=policy, confirm=confirm)
     if ray_start:
         _start_ray(_inventory(), node_id, host)
     if once:

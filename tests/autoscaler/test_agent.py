@@ -7,10 +7,11 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
-from autoscaler.agent import NodeAgent
+from autoscaler.agent import INTO_TAGS, NodeAgent, tag_publisher, tags_hold
 from autoscaler.bootstrap import AGENT_LOG
 from autoscaler.config import parse_cluster_config
 from autoscaler.reconciler import Reconciler
@@ -85,6 +86,35 @@ def test_agent_reports_on_change_and_on_heartbeat(tmp_path):
     assert agent.step() is not None
     assert sent[-1].idle_since == first.idle_since  # still idle since the start
     assert len(sent) == 2
+
+
+def test_a_report_another_host_overwrote_is_sent_again(env):
+    _, provider, base = env
+    (node,) = provider.create_node({"acceleratorType": "v4-16"}, {}, 1, "req-1").nodes
+    host = SimulatedHost("v4-16", 240, 400 * GIB, "tpu", "TPU-V4", 4, tpu_pod_type="v4-16")
+    clock = Clock()
+    agent = NodeAgent(
+        tag_publisher(provider, node.id),
+        host_probe(build(base / "root", host)),
+        base / "state",
+        clock,
+        INTO_TAGS,
+        confirm=tags_hold(provider, node.id),
+    )
+    before = provider.node_tags(node.id)
+    sent = agent.step()
+    assert decode(provider.node_tags(node.id)) == sent
+    # The other host read the labels before this write and writes them back after it.
+    provider.api.update_labels(node.zone, node.id.rpartition("/")[2], before)
+    assert decode(provider.node_tags(node.id)) is None
+
+    clock.advance(INTO_TAGS.confirm_after_s - 1)
+    assert agent.step() is None  # not read back yet
+    clock.advance(1)
+    assert agent.step() == replace(sent, reported_at=clock())
+    assert decode(provider.node_tags(node.id)).reported_at == clock()
+    clock.advance(INTO_TAGS.confirm_after_s)
+    assert agent.step() is None  # read back and still there: nothing more to send
 
 
 def test_a_lease_makes_the_node_busy_and_shows_in_free_shares(tmp_path):
