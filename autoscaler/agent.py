@@ -51,7 +51,8 @@ class PublishPolicy:
 TO_THE_MONITOR = PublishPolicy(heartbeat_s=60.0, min_interval_s=30.0)
 """Reports to the monitor's endpoint: no cloud API calls, so kept fresh."""
 INTO_TAGS = PublishPolicy(heartbeat_s=900.0, min_interval_s=120.0, burst_s=10.0)
-"""Reports into the node's own tags: every one costs two cloud API calls."""
+"""Reports into the node's own tags: every one costs a few cloud API calls (a write, and
+reads to check it), so they are rarer."""
 
 
 def tag_publisher(
