@@ -181,6 +181,10 @@ class BoundModel:
         """Copies placed of an item one unit of the kind holds at most
         :data:`WHOLE_COPIES_UP_TO` of (whole numbers in any plan)."""
         hosting: dict[int, list[tuple[int, int]]] = {item.index: [] for item in items}
+        anchoring: set[int] = set()
+        self.anchor_placements: dict[int, list[int]] = {}
+        """Where each item that may hold an accelerator unit is placed (see
+        :meth:`_cover_anchors_once`)."""
         units: dict[int, tuple[dict[str, int], dict[str, tuple[int, int]]]] = {}
         for kind in kinds:
             x = x_of[id(kind)]
@@ -250,11 +254,15 @@ class BoundModel:
                     for item, _ in eligible
                     if not (kind.needs_anchor and item.rider)
                 ]
+                if kind.needs_anchor:
+                    anchoring.update(item.index for item, _ in eligible if not item.rider)
                 rows.append(([x, *holders], [1.0] + [-1.0] * len(holders), -inf, 0.0))
         for item in items:
             u = column(penalty, inf)
             cols = [*placements[item.index], u]
             rows.append((cols, [1.0] * len(cols), float(demand[item.index]), inf))
+            if item.index in anchoring:
+                self.anchor_placements[item.index] = list(placements[item.index])
             placements[item.index].append(u)
         self.slack_cols = [placements[item.index][-1] for item in items]
         rows.extend(_cover_rows(items, demand, hosting, units))
@@ -275,6 +283,27 @@ class BoundModel:
 
     def _solve_cost(self) -> None:
         self.cost_bound = _solve(self.h, self.notes, self.slack_cols, self.penalty)
+        while rows := self._cover_anchors_once():
+            add_rows(self.h, rows)
+            self.rows.extend(rows)
+            self.cost_bound = _solve(self.h, self.notes, self.slack_cols, self.penalty)
+
+    def _cover_anchors_once(self) -> list[tuple[list[int], list[float], float, float]]:
+        """Rows placing at most the demand of each item whose copies the LP places more of
+        than there are, each extra copy holding an accelerator unit that only CPU-only work
+        fills (no plan places a copy twice). Added only where the LP does so, the model is
+        otherwise unchanged."""
+        import highspy
+
+        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return []
+        values = self.h.getSolution().col_value
+        rows = []
+        for index, cols in list(self.anchor_placements.items()):
+            if sum(values[c] for c in cols) > self.demand[index] + 1e-6:
+                rows.append((cols, [1.0] * len(cols), -math.inf, float(self.demand[index])))
+                del self.anchor_placements[index]
+        return rows
 
     def _set_cap(self, cost_cap: float | None) -> None:
         """Units' columns bounded by what ``cost_cap`` buys (the cost LP solved again where

@@ -47,6 +47,8 @@ def add_rows(solver, rows: Sequence[tuple[list[int], list[float], float, float]]
         starts.append(len(index))
         index.extend(cols)
         value.extend(vals)
+    if len(index) != len(value):  # HiGHS would read past the end of the values
+        raise ValueError("a row has more columns than coefficients, or fewer")
     solver.addRows(
         len(rows),
         np.array([r[2] for r in rows]),

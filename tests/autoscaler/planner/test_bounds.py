@@ -76,6 +76,17 @@ def test_a_bundle_filling_a_node_is_not_spread_over_other_nodes_spare_room_in_th
     assert result.lower_bound_per_hour == pytest.approx(result.cost_per_hour)
 
 
+def test_cpu_work_rides_only_on_as_many_accelerator_nodes_as_accelerator_bundles_in_the_bound():
+    # Under ``spare``, CPU-only work may use an accelerator node only where accelerator work
+    # holds it: the one 1-GPU task holds one g4dn, which takes 4 of the 40 one-CPU tasks.
+    # Counting more copies of that task than there are, the bound put all 40 on ten g4dn.
+    gpu = NodeType("g4dn", {"CPU": 4, "GPU": 1, "accelerator_type:T4": 1}, 0.16)
+    plain = NodeType("m.xlarge", {"CPU": 4}, 0.2)
+    result = run([gpu, plain], [({"GPU": 1}, 1), ({"CPU": 1}, 40)])
+    assert result.launch_counts() == {"g4dn": 1, "m.xlarge": 9}
+    assert result.lower_bound_per_hour == pytest.approx(result.cost_per_hour)
+
+
 def test_exact_pricing_respects_large_memory():
     # Memory in share units reaches the solver's limit on a coefficient (1e15) unless scaled.
     demand = Demand(
