@@ -5,7 +5,8 @@ capacity): its units' aggregated capacity holds what is placed on it, one unit h
 as many copies of an item as fit on it alone, per host and resource the items' weights under
 a dual-feasible function (:func:`_dff`) sum to at most 1, a device takes at most one share
 above half a device (two of exactly half), a launched unit holds something, and (accelerator
-conservation) a launched accelerator unit holds accelerator work; and, since units are
+conservation) a launched accelerator unit holds accelerator work, of which no more copies are
+placed than there are (added where the LP places more); and, since units are
 whole, the kinds an item may use number at least as many units as that item and every item
 confined to them need, rounded up (per resource, per device and per copy). The LP over those
 constraints (and, per STRICT_SPREAD gang, at most one of its bundles per host for each copy
