@@ -20,7 +20,16 @@ from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
 from autoscaler.planner.knapsack import best_unit
 from autoscaler.planner.master import Master
-from autoscaler.planner.packing import Kind, Pattern, fit, pack, pack_rows, replay, unit_vectors
+from autoscaler.planner.packing import (
+    Kind,
+    Pattern,
+    UnitVectors,
+    fit,
+    pack,
+    pack_rows,
+    replay,
+    unit_vectors,
+)
 
 MAX_ROUNDS = 60
 """Column-generation rounds at most (deterministic)."""
@@ -243,9 +252,9 @@ def column_generation(
                 budget.spend(sum(len(kind.items) for kind in kinds))
             improving = []
             for kind in kinds:
-                for pattern in _price(kind, duals, cap_vector, wide):
-                    value = _worth(pattern, item_duals)
-                    reduced = master.unit_cost(kind) - value - kind_duals[kind.index]
+                worth_more = master.unit_cost(kind) - kind_duals[kind.index]
+                for pattern in _price(kind, duals, cap_vector, wide, worth_more):
+                    reduced = worth_more - _worth(pattern, item_duals)
                     if reduced < -1e-7 * max(1.0, master.unit_cost(kind)):
                         improving.append(pattern)
             added = master.add_all(improving)
@@ -292,9 +301,16 @@ def _value_bound(kind: Kind, duals: np.ndarray, caps: np.ndarray) -> float:
     return best * (1 + 1e-9) + 1e-12
 
 
-def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) -> list[Pattern]:
+def _price(
+    kind: Kind,
+    duals: np.ndarray,
+    caps: np.ndarray,
+    wide: bool = False,
+    worth_more: float | None = None,
+) -> list[Pattern]:
     """Candidate patterns for ``kind`` at these duals (per item index): greedy packings in
-    three orders, or (``wide``) the best of the packings that start with each item in turn.
+    three orders, or (``wide``) the best of the packings that start with each item in turn;
+    none where no unit can hold more than ``worth_more`` (:func:`_ratio_bound`).
     (A kind holds a dozen items on average: Python lists beat numpy's per-call cost here.)"""
     vectors = unit_vectors(kind)
     values = duals[vectors.indices].tolist()
@@ -303,6 +319,8 @@ def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) 
     if not valued or (anchored and all(riders[row] for row in valued)):
         return []
     kind_caps = caps[vectors.indices].tolist()
+    if worth_more is not None and _ratio_bound(vectors, values, valued, kind_caps) <= worth_more:
+        return []
     indices = vectors.index_list
 
     def ordered(per: Sequence[float] | None) -> list[int]:
@@ -335,6 +353,25 @@ def _price(kind: Kind, duals: np.ndarray, caps: np.ndarray, wide: bool = False) 
             continue
         found.append(pattern)
     return found
+
+
+def _ratio_bound(
+    vectors: UnitVectors, values: list[float], valued: list[int], caps: list[int]
+) -> float:
+    """No unit holds more than this at ``values`` (per row): the items whose largest share of
+    the unit is of one resource take at most the whole of it together, so each resource adds
+    at most the best value per share among them; and no more than every item at its cap. (A
+    few operations per item, against a packing's many: pricing skips a kind it shows
+    worthless, which a third of them are in most rounds.)"""
+    best: dict[int, float] = {}
+    capped = 0.0
+    for row in valued:
+        if caps[row] <= 0:
+            continue
+        capped += values[row] * caps[row]
+        resource = vectors.dominant_resource[row]
+        best[resource] = max(best.get(resource, 0.0), values[row] / vectors.dominant[row])
+    return min(capped, sum(best.values())) * (1 + 1e-9)
 
 
 def _worth(pattern: Pattern, duals) -> float:

@@ -115,10 +115,10 @@ def best_unit(
     return Unit(max(bound, 0.0), tuple(contents))
 
 
-def unit_model(hosts, chosen, values, caps, needs_anchor, fit, column, rows, upper, opened=None):
+def unit_model(hosts, chosen, values, caps, needs_anchor, fit, column, rows, upper):
     """Columns (via ``column(value, upper)``) and rows (``(cols, vals, lo, hi)``) of one
     unit's contents; returns {(host, item index): copies column}, or None when nothing fits.
-    ``opened``: a 0/1 column that must be 1 for the unit to hold anything."""
+    An item's copies on all the unit's hosts together are at most its cap."""
     inf = np.inf
     y_of: dict[tuple[int, int], int] = {}
     for position, host in enumerate(hosts):
@@ -151,17 +151,17 @@ def unit_model(hosts, chosen, values, caps, needs_anchor, fit, column, rows, upp
                 rows.append((cols, [1.0] * len(cols), -inf, float(members[0].gang_copies)))
     if not y_of:
         return None
+    columns_of: dict[int, list[int]] = {}  # (one host's column is bounded by the cap already)
+    for (_, index), y in y_of.items():
+        columns_of.setdefault(index, []).append(y)
+    for index, cols in columns_of.items():
+        if len(cols) > 1 and sum(upper[y] for y in cols) > caps.get(index, 0):
+            rows.append((cols, [1.0] * len(cols), -inf, float(caps.get(index, 0))))
     if needs_anchor:
         anchors = [y for (_, index), y in y_of.items() if not _item(chosen, index).rider]
         if not anchors:
             return None
-        if opened is None:
-            rows.append((anchors, [1.0] * len(anchors), 1.0, inf))
-        else:
-            rows.append(([*anchors, opened], [1.0] * len(anchors) + [-1.0], 0.0, inf))
-    if opened is not None:
-        for y in y_of.values():
-            rows.append(([y, opened], [1.0, -upper[y]], -inf, 0.0))
+        rows.append((anchors, [1.0] * len(anchors), 1.0, inf))
     return y_of
 
 

@@ -212,6 +212,8 @@ class UnitVectors:
     """``indices`` as a list."""
     dominant: list[float]
     """Largest share of one unit's capacity one copy takes."""
+    dominant_resource: list[int]
+    """The resource (column in ``names``) of that share."""
     summed: list[float]
     """Sum of the shares of one unit's capacity one copy takes."""
     rider_list: list[bool]
@@ -251,6 +253,7 @@ def unit_vectors(kind: Kind) -> UnitVectors:
         total.astype(np.int64),
         indices,
         np.maximum(shares.max(axis=1, initial=0.0), 1e-9).tolist(),
+        (shares.argmax(axis=1) if names else np.zeros(len(indices), np.int64)).tolist(),
         np.maximum(shares.sum(axis=1), 1e-9).tolist(),
         riders,
         frozenset(i for i, rider in zip(indices, riders, strict=True) if rider),

@@ -8,7 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from autoscaler.planner.columns import _price, _ratio_bound, _worth
 from autoscaler.planner.items import build_items, fresh_host
+from autoscaler.planner.knapsack import best_unit
 from autoscaler.planner.model import (
     STRICT_PACK,
     STRICT_SPREAD,
@@ -17,7 +19,7 @@ from autoscaler.planner.model import (
     NodeType,
     PlacementGroupDemand,
 )
-from autoscaler.planner.packing import Kind, Pattern, fit, pack, pack_rows, put
+from autoscaler.planner.packing import Kind, Pattern, fit, pack, pack_rows, put, unit_vectors
 
 GIB = 1024**3
 GPU4 = NodeType("gpu4", {"CPU": 32, "memory": 128 * GIB, "GPU": 4}, 3.0)
@@ -115,6 +117,44 @@ def test_packing_matches_fitting_each_item_on_each_host(seed, hosts):
         )
         assert pack_rows(kind, order, fewer) == expected_fewer
         assert pack_rows(kind, order, caps) == expected
+
+
+@pytest.mark.parametrize("hosts", [1, 4])
+@pytest.mark.parametrize("seed", range(6))
+def test_pricing_skips_a_kind_only_where_no_unit_is_worth_more_than_asked(seed, hosts):
+    # The best unit (exact knapsack, which holds no item beyond its cap on a multi-host unit
+    # either) is never worth more than the ratio bound, so a kind the bound shows worthless
+    # has no improving pattern for pricing to miss.
+    rng = random.Random(seed)
+    shapes = [
+        {"CPU": rng.choice([0.5, 1, 2, 4, 8]), "memory": rng.choice([1, 4, 16, 64]) * GIB}
+        for _ in range(8)
+    ] + [{"CPU": rng.choice([1, 4]), "GPU": rng.choice([0.25, 0.5, 1, 2])} for _ in range(4)]
+    groups = (PlacementGroupDemand(STRICT_PACK, ({"CPU": 1, "GPU": 0.5}, {"CPU": 2}), 2),)
+    items = build_items(Demand(tuple(BundleDemand(s, 1) for s in shapes), groups))
+    slice_hosts = tuple(fresh_host(GPU4, h, -1) for h in range(hosts))
+    kind = Kind(0, "gpu4", GPU4.price, None, slice_hosts, True, items=items)
+    size = 1 + max(item.index for item in items)
+    vectors = unit_vectors(kind)
+    for _ in range(5):
+        duals = np.zeros(size)
+        caps = np.zeros(size, np.int64)
+        for item in items:
+            duals[item.index] = rng.choice([0.0, rng.uniform(0.01, 1.0)])
+            caps[item.index] = rng.randint(0, 30)
+        values = duals[vectors.indices].tolist()
+        valued = [row for row, value in enumerate(values) if value > 0]
+        bound = _ratio_bound(vectors, values, valued, caps[vectors.indices].tolist())
+        by_index = {item.index: float(duals[item.index]) for item in items}
+        cap_of = {item.index: int(caps[item.index]) for item in items}
+        best = best_unit(kind.hosts, items, by_index, cap_of, False, fit)
+        if best.contents is not None:
+            best_pattern = Pattern(0, best.contents)
+            assert all(n <= cap_of[i] for i, n in best_pattern.totals().items())
+            assert _worth(best_pattern, by_index) <= bound
+        assert _price(kind, duals, caps, worth_more=bound) == []
+        for pattern in _price(kind, duals, caps):
+            assert _worth(pattern, by_index) <= bound
 
 
 def best_fit_one_by_one(shares: list[int], share: int, copies: int) -> list[int]:
