@@ -51,6 +51,8 @@ class Master:
         self.highspy = highspy
         self.args = (items, demand, kinds, limits, global_room, penalty)
         self.kinds = kinds
+        self.limits = limits
+        self.penalty = penalty
         self.surcharge = surcharge
         self.h = new_solver()
         h = self.h
@@ -170,6 +172,11 @@ class Master:
     def lp_values(self) -> list[float]:
         values = self.h.getSolution().col_value
         return [values[col] for col in self.cols]
+
+    def lp_objective(self) -> float:
+        """The current LP's value (surcharges and unplaced copies' penalties included): no
+        plan over all patterns costs less."""
+        return self.h.getInfo().objective_function_value
 
     def lp_cost_and_units(self) -> tuple[float, float]:
         """Cost (without surcharges) and new units of the current LP solution."""

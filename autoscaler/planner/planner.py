@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 from accel.allocation import SHARE_UNITS
 from autoscaler.planner.aggregate import merged_by_shape
-from autoscaler.planner.bound import BoundModel
+from autoscaler.planner.bound import TARGET, BoundModel
 from autoscaler.planner.budget import WORK_LIMIT, Budget
 from autoscaler.planner.capacity import Bin, share_vector
 from autoscaler.planner.items import (
@@ -64,7 +64,7 @@ from autoscaler.planner.model import (
     PlanRequest,
 )
 from autoscaler.planner.packing import Kind, Pattern, replay
-from autoscaler.planner.rounding import NODE_TOLERANCE, Result, generate
+from autoscaler.planner.rounding import NODE_TOLERANCE, Result, generate, placed_bounds
 from autoscaler.planner.solver import SolverError
 from autoscaler.planner.witness import build as build_witness
 
@@ -158,9 +158,15 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
 
     def known_cost(floor: float) -> float:
         """What rounding's bounds (its whole-unit one, the one it checked its plan against)
-        and the Lagrangian relaxations prove about plans placing the whole demand."""
+        and the Lagrangian relaxations prove about plans placing the whole demand; where
+        limits left some out, a Lagrangian relaxation of placing what the plan placed."""
         if not places_all:
-            return 0.0
+            best, wanted = 0.0, planned_cost / (1 + TARGET)
+            for kinds_used, dual in placed_bounds(items, placed, kinds, global_room, wanted):
+                best = max(best, dual.cost_bound(kinds_used, planned_cost + 1e-9, floor) or 0.0)
+                if planned_cost <= (1 + TARGET) * best:
+                    break
+            return best
         floor = max(floor, realised.cost_floor, realised.proven_cost)
         costs = [realised.cost_floor, realised.proven_cost]
         if realised.dual_bounds:
