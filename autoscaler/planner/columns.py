@@ -66,11 +66,14 @@ def exact_rounds(
     by_index: Mapping[int, Item],
     cost_phase: bool = False,
     max_rounds: int = EXACT_ROUNDS,
+    work: Budget | None = None,
 ) -> list[DualBound]:
     """Price every kind exactly (after the greedy pricing found nothing): add the patterns
     with a negative reduced cost, then the greedy search again; a Lagrangian relaxation per
     round. Stops when exact pricing finds nothing (the LP is then optimal over all patterns)
-    or after ``max_rounds`` rounds."""
+    or after ``max_rounds`` rounds. ``work``: the knapsacks' MIP work is counted there, and
+    once it is spent each stops at its first callback (its bound stays valid, its pattern
+    may not be the best)."""
     found: list[DualBound] = []
     for _ in range(max_rounds):
         item_duals, kind_duals, _ = master.solve_lp()
@@ -85,7 +88,9 @@ def exact_rounds(
             if fractional <= (min(kind.cost, worth_pricing) if cost_phase else worth_pricing):
                 unit_values.append((kind.index, fractional))
                 continue
-            unit = best_unit(kind.hosts, kind.items, item_duals, caps, kind.needs_anchor, fit)
+            unit = best_unit(
+                kind.hosts, kind.items, item_duals, caps, kind.needs_anchor, fit, work=work
+            )
             unit_values.append((kind.index, unit.value_bound))
             if unit.contents is None:
                 continue

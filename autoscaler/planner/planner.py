@@ -64,7 +64,7 @@ from autoscaler.planner.model import (
     PlanRequest,
 )
 from autoscaler.planner.packing import Kind, Pattern, replay
-from autoscaler.planner.rounding import NODE_TOLERANCE, Result, generate, placed_bounds
+from autoscaler.planner.rounding import NODE_TOLERANCE, PlacedLP, Result, generate
 from autoscaler.planner.solver import SolverError
 from autoscaler.planner.witness import build as build_witness
 
@@ -162,7 +162,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         limits left some out, a Lagrangian relaxation of placing what the plan placed."""
         if not places_all:
             best, wanted = 0.0, planned_cost / (1 + TARGET)
-            for kinds_used, dual in placed_bounds(items, placed, kinds, global_room, wanted):
+            for kinds_used, dual in PlacedLP(items, placed, kinds, global_room).bounds(wanted):
                 best = max(best, dual.cost_bound(kinds_used, planned_cost + 1e-9, floor) or 0.0)
                 if planned_cost <= (1 + TARGET) * best:
                     break
@@ -443,10 +443,37 @@ class _Realisation:
     def run(self, demand: Mapping[int, int], bound: BoundModel | None = None) -> None:
         """Plan ``demand`` (``bound``: the bound's model for it, which rounding asks too);
         where that leaves gangs with fewer whole copies than the plan first held, plan again
-        for those copies (:meth:`_capped`)."""
+        for those copies (:meth:`_capped`); where limits leave demand out, plan again for
+        what was placed (:meth:`_fitted`)."""
+        self._planned(demand, bound)
+        placed = self.placed()
+        if any(placed.get(i, 0) < n for i, n in demand.items()) and not self.budget.exhausted:
+            self._fitted({index: n for index, n in placed.items() if n > 0})
+
+    def _planned(self, demand: Mapping[int, int], bound: BoundModel | None) -> None:
         self._realise(demand, bound)
         if self._cut_gangs():
             self._capped(demand)
+
+    def _fitted(self, placed: Mapping[int, int]) -> None:
+        """Plan again for ``placed``: the units were chosen for copies that limits then left
+        out too, so they may be more, or other, than what was placed needs (e.g. every unit
+        a limit allows of a type where fewer, with another type's, hold the same). The new
+        plan is kept where it places every copy of ``placed`` for less."""
+        again = _Realisation(
+            list(self.items.values()), self.kinds, self.global_room, [], self.budget
+        )
+        again._planned(placed, None)
+        held = again.placed()
+        if all(held.get(index, 0) >= n for index, n in placed.items()) and (
+            again.new_cost() < self.new_cost() - 1e-9
+        ):
+            self.groups = again.groups
+            self.notes.extend(again.notes)
+
+    def new_cost(self) -> float:
+        """What the units this plan launches cost."""
+        return sum(group.kind.cost * group.units for group in self.groups if group.kind.new)
 
     def _realise(self, demand: Mapping[int, int], bound: BoundModel | None) -> None:
         result = self._generate(demand, self.kinds, self.global_room, bound)
@@ -491,8 +518,7 @@ class _Realisation:
         (the cheapest of those)."""
 
         def worth(realised: _Realisation) -> tuple[int, float]:
-            cost = sum(g.kind.cost * g.units for g in realised.groups if g.kind.new)
-            return sum(realised.placed().values()), -cost
+            return sum(realised.placed().values()), -realised.new_cost()
 
         best, last, caps = self, self, {}
         for _ in range(GANG_REPLANS):

@@ -145,6 +145,9 @@ FIRST_SETTLE = 0.02
 cost is within this fraction of the LP's cost above the MIP's dual bound (it searched on to
 :data:`~autoscaler.planner.master.MIP_REL_GAP`: on gang-heavy 200-bundle plans, hundreds of
 callbacks, up to half a second, for the same plan)."""
+PLACED_EXACT_WORK = 20_000
+"""MIP work of :meth:`PlacedLP.bounds`' exact pricing, all rounds together (past it, each
+knapsack stops at its first callback)."""
 DIVE_STEPS = 80
 """Where pricing is exact, another integer plan comes from a dive: fix the units the LP takes
 (at least one), plan the rest again with patterns made for what is left, at most this many
@@ -363,42 +366,49 @@ def generate(
     return Result(kinds, chosen, unplaced, notes, dual_bounds, floor or 0.0, proven)
 
 
-def placed_bounds(
-    items: Sequence[Item],
-    placed: Mapping[int, int],
-    kinds: Sequence[Kind],
-    global_room: int | None,
-    wanted: float,
-) -> Iterator[tuple[list[Kind], DualBound]]:
-    """Lagrangian relaxations of placing ``placed`` (the copies a plan placed where limits
-    left some of its demand out, so every one of them can be placed), each with the kinds
-    it is over: at the duals of greedy column generation over that demand alone (a work
-    budget of its own), then at those of each round of exact pricing, at most
-    :data:`~autoscaler.planner.columns.EXACT_ROUNDS` (the last where it finds no pattern
-    more); the caller stops once one is tight enough. None once the LP shows no bound
-    reaches ``wanted`` (none exceeds the LP's value). The plan's rounding bounds the whole
-    demand instead, whose unplaceable copies' penalties swamp its duals; and the bound's LP,
-    over resources, is far weaker where units are lumpy (on stress problems with tight
-    per-type limits, 10-26% below plans these bounds show within 3%)."""
-    items, kinds = _wanted(items, placed, kinds)
-    if not items or not kinds:
-        return
-    budget = Budget()
-    master, _ = _started(items, placed, kinds, global_room)
-    caps = {item.index: placed[item.index] for item in items}
-    column_generation(master, kinds, caps, MAX_ROUNDS, budget)
-    if master.lp_objective() < wanted:
-        return
-    yield kinds, lagrangian(master, kinds, caps, budget)
-    by_index = {item.index: item for item in items}
-    for _ in range(EXACT_ROUNDS):
-        patterns = len(master.patterns)
-        dual = exact_rounds(master, kinds, caps, by_index, True, max_rounds=1)[0]
-        if master.lp_objective() < wanted:
+class PlacedLP:
+    """The LP of placing ``placed`` (the copies a plan placed where limits left some of its
+    demand out, so every one of them can be placed), by greedy column generation over that
+    demand alone (a work budget of its own); :meth:`bounds` goes on to bound it."""
+
+    def __init__(
+        self,
+        items: Sequence[Item],
+        placed: Mapping[int, int],
+        kinds: Sequence[Kind],
+        global_room: int | None,
+    ) -> None:
+        self.items, self.kinds = _wanted(items, placed, kinds)
+        self.master: Master | None = None
+        if self.items and self.kinds:
+            self.master, _ = _started(self.items, placed, self.kinds, global_room)
+            self.caps = {item.index: placed[item.index] for item in self.items}
+            column_generation(self.master, self.kinds, self.caps, MAX_ROUNDS, Budget())
+
+    def bounds(self, wanted: float) -> Iterator[tuple[list[Kind], DualBound]]:
+        """Lagrangian relaxations of placing the copies, each with the kinds it is over, at
+        the duals of each round of exact pricing (the first at column generation's), at most
+        :data:`~autoscaler.planner.columns.EXACT_ROUNDS` (the last where it finds no pattern
+        more); the caller stops once one is tight enough. No more once the LP's value is
+        below ``wanted``: no bound exceeds it. (The plan's rounding bounds the whole demand
+        instead, whose unplaceable copies' penalties swamp its duals; and the bound's LP,
+        over resources, is far weaker where units are lumpy: on stress problems with tight
+        per-type limits, 10-26% below plans these bounds show within 3%.)"""
+        master = self.master
+        if master is None:
             return
-        yield kinds, dual
-        if len(master.patterns) == patterns:  # the LP is optimal over every pattern
-            return
+        by_index = {item.index: item for item in self.items}
+        work = Budget(mip_limit=PLACED_EXACT_WORK)
+        for _ in range(EXACT_ROUNDS):
+            if master.lp_objective() < wanted:
+                return
+            patterns = len(master.patterns)
+            found = exact_rounds(
+                master, self.kinds, self.caps, by_index, True, max_rounds=1, work=work
+            )
+            yield self.kinds, found[0]
+            if len(master.patterns) == patterns:  # the LP is optimal over every pattern
+                return
 
 
 def _wanted(

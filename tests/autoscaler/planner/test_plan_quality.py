@@ -486,3 +486,41 @@ def test_tiny_gang_heavy_problems_are_proven_within_three_percent(seed):
     assert result.lower_bound_per_hour <= result.cost_per_hour
     assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
     assert [i for i in result.infeasible if "limited" in i.reason or "gang" in i.reason] == []
+
+
+# Per-type limits that leave demand out --------------------------------------------------------
+A_LARGE = NodeType("a.large", {"CPU": 8, "memory": 32 * GIB}, 0.40)
+B_XLARGE = NodeType("b.xlarge", {"CPU": 16, "memory": 64 * GIB}, 0.90)
+C_4XLARGE = NodeType("c.4xlarge", {"CPU": 48, "memory": 96 * GIB}, 2.30)
+
+
+def test_where_limits_leave_demand_out_only_the_units_its_placed_copies_need_are_launched():
+    # Four a.large and six b.xlarge hold 34 of the 40 bundles at most. Planned for all 40, the
+    # plan took every unit both limits allow; three a.large do for the 34 it places: 6.60/h,
+    # and nothing cheaper holds them (six b.xlarge and two a.large, or five and four, have
+    # 112 CPUs of the 116 they need).
+    types = [replace(A_LARGE, max_workers=4), replace(B_XLARGE, max_workers=6)]
+    result = run(types, [({"CPU": 5, "memory": 2 * GIB}, 20), ({"CPU": 2, "memory": 9 * GIB}, 20)])
+    assert sum(infeasible.count for infeasible in result.infeasible) == 6
+    assert result.launch_counts() == {"a.large": 3, "b.xlarge": 6}
+    assert result.cost_per_hour == pytest.approx(6.6)
+
+
+@pytest.mark.parametrize("seed", [9, 13, 23, 28])
+def test_a_plan_limits_leave_short_is_proven_within_three_percent(seed):
+    # Bundles a unit holds only a few of, on types whose limits leave 100-190 of them out:
+    # these plans were 6-28% above their bounds (the bound's LP over resources, and units
+    # chosen for the copies left out too).
+    rng = random.Random(seed)
+    types = [
+        replace(A_LARGE, max_workers=rng.randint(20, 60)),
+        replace(B_XLARGE, max_workers=rng.randint(10, 40)),
+        replace(C_4XLARGE, max_workers=rng.randint(2, 10)),
+    ]
+    shapes = [
+        ({"CPU": rng.choice([3, 5, 6, 7, 9, 11]), "memory": rng.choice([2, 5, 12, 20, 30]) * GIB})
+        for _ in range(4)
+    ]
+    result = run(types, [(shape, rng.randint(20, 120)) for shape in shapes])
+    assert sum(infeasible.count for infeasible in result.infeasible) >= 100
+    assert result.lower_bound_per_hour <= result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
