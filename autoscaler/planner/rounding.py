@@ -195,9 +195,8 @@ def generate(
         chosen, unplaced = greedy(items, demand, kinds, global_room)
         return Result(kinds, chosen, unplaced, notes)
     by_index = {item.index: item for item in items}
-    master, start = _started(items, demand, kinds, global_room)
+    master, start, caps = _started(items, demand, kinds, global_room)
     surcharge, penalty, limits = master.surcharge, master.penalty, master.limits
-    caps = {index: demand[index] for index in by_index}
     rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
     lp_cost, lp_units = master.lp_cost_and_units()
     small = lp_units <= EXACT_UNITS
@@ -381,8 +380,7 @@ class PlacedLP:
         self.items, self.kinds = _wanted(items, placed, kinds)
         self.master: Master | None = None
         if self.items and self.kinds:
-            self.master, _ = _started(self.items, placed, self.kinds, global_room)
-            self.caps = {item.index: placed[item.index] for item in self.items}
+            self.master, _, self.caps = _started(self.items, placed, self.kinds, global_room)
             column_generation(self.master, self.kinds, self.caps, MAX_ROUNDS, Budget())
 
     def bounds(self, wanted: float) -> Iterator[tuple[list[Kind], DualBound]]:
@@ -433,10 +431,10 @@ def _started(
     demand: Mapping[int, int],
     kinds: Sequence[Kind],
     global_room: int | None,
-) -> tuple[Master, dict[Pattern, int]]:
+) -> tuple[Master, dict[Pattern, int], dict[int, int]]:
     """The master for ``demand`` (of :func:`_wanted`'s items and kinds) with its first
-    patterns, and the greedy plan those came from on large plans (empty on small ones,
-    which start from a unit of the cheapest kind per item)."""
+    patterns; the greedy plan those came from on large plans (empty on small ones, which
+    start from a unit of the cheapest kind per item); each item's cap (its demand)."""
     prices = [kind.cost for kind in kinds if kind.new and kind.cost > 0]
     surcharge = TIE_BREAK * min(prices, default=1.0)
     penalty = 1000.0 * max([kind.cost for kind in kinds] + [1.0])
@@ -449,7 +447,7 @@ def _started(
     caps = {item.index: demand[item.index] for item in items}
     for item in [] if start else items:
         seed(master, kinds, item, caps, 1)
-    return master, start
+    return master, start, caps
 
 
 class _Ahead:
