@@ -169,6 +169,11 @@ class Master:
         }
         return item_duals, kind_duals, self.h.getInfo().objective_function_value
 
+    def leaves_out(self) -> bool:
+        """Whether the current LP solution leaves copies unplaced (limits bind)."""
+        values = self.h.getSolution().col_value
+        return any(values[col] > 1e-6 for col in self.slack_cols)
+
     def lp_values(self) -> list[float]:
         values = self.h.getSolution().col_value
         return [values[col] for col in self.cols]
@@ -255,6 +260,7 @@ class Master:
         max_improving: int | None = None,
         budget: Budget | None = None,
         settle_gap: float = math.inf,
+        overrun: int | None = None,
     ) -> list[int]:
         """Units per pattern: the integer plan of least cost plus surcharges over the
         generated patterns (falls back to the LP solution rounded down). ``start``: a plan
@@ -284,7 +290,9 @@ class Master:
         if start is not None and demand is not None:
             start_units, start_cost = self._start(start, demand)
             h.setOptionValue("objective_bound", start_cost - absolute_gap)
-        limit_mip(h, budget, settle_gap=settle_gap, has_plan=start_units is not None)
+        limit_mip(
+            h, budget, settle_gap=settle_gap, overrun=overrun, has_plan=start_units is not None
+        )
         values = self._run_mip(notes, "integer plan")
         if start_units is not None and (
             values is None or h.getInfo().objective_function_value > start_cost - absolute_gap

@@ -145,6 +145,15 @@ FIRST_SETTLE = 0.02
 cost is within this fraction of the LP's cost above the MIP's dual bound (it searched on to
 :data:`~autoscaler.planner.master.MIP_REL_GAP`: on gang-heavy 200-bundle plans, hundreds of
 callbacks, up to half a second, for the same plan)."""
+FIRST_OVERRUN = 30_000
+"""...but once the plan's MIP work is spent by this much more, it stops at any plan: where
+the gap is in the penalties of copies left out (gangs a plan cannot place whole, limits
+that leave demand out), no plan within FIRST_SETTLE may exist, and the search ran on to its
+node limit (400 nodes, up to 1.5 s per MIP on gang-heavy 2,000-bundle plans whose
+``max_workers`` leaves 40% of their nodes out). Where the master's LP itself leaves copies
+out, the first rounding stops at any plan once the MIP work is spent: its gap is in those
+penalties from the start, and what it places is planned again alone
+(:meth:`~autoscaler.planner.planner._Realisation._fitted`)."""
 PLACED_EXACT_WORK = 20_000
 """MIP work of :meth:`PlacedLP.bounds`' exact pricing, all rounds together (past it, each
 knapsack stops at its first callback)."""
@@ -538,8 +547,9 @@ def _round(
     pattern; the rest (a few units per basic pattern) is planned again with patterns
     generated for it, then solved as a MIP (unless the budget is spent: the rest is then left
     to the greedy packing). Once the budget's MIP work is spent, the MIP stops with its best
-    plan: rounding again, whatever that plan; the first rounding, once it is within
-    :data:`FIRST_SETTLE` of the MIP's dual bound."""
+    plan: rounding again, or where the LP leaves copies out, whatever that plan; the first
+    rounding, once it is within :data:`FIRST_SETTLE` of the MIP's dual bound, or whatever it
+    is past :data:`FIRST_OVERRUN` more."""
     by_index = {item.index: item for item in items}
     lp_cost, _ = master.lp_cost_and_units()
     taken: dict[Pattern, int] = {}
@@ -579,7 +589,8 @@ def _round(
         MIP_REL_GAP * lp_cost,
         max_nodes=nodes,
         budget=budget,
-        settle_gap=math.inf if again else FIRST_SETTLE * lp_cost,
+        settle_gap=math.inf if again or master.leaves_out() else FIRST_SETTLE * lp_cost,
+        overrun=FIRST_OVERRUN,
     )
     for pattern, units in zip(support.patterns, units_per_pattern, strict=True):
         if units > 0:

@@ -82,6 +82,7 @@ def limit_mip(
     budget: Budget | None = None,
     *,
     settle_gap: float = math.inf,
+    overrun: int | None = None,
     dual_enough: float | None = None,
     stall: int | None = None,
     stall_above: float = -math.inf,
@@ -92,7 +93,8 @@ def limit_mip(
 
     - once ``budget``'s MIP work is spent, where the caller holds a plan (``has_plan``, e.g.
       the plan a cutoff came from) or the incumbent is within ``settle_gap`` (objective
-      units) of the dual bound (by default, any incumbent);
+      units) of the dual bound (by default, any incumbent), or, with ``overrun``, once it is
+      spent by that much more, at any incumbent;
     - whatever the incumbent (a MIP run for its dual bound), once the dual bound reaches
       ``dual_enough``, or once it has stalled over ``stall`` callbacks (:data:`STALL_RISE`)
       at ``stall_above`` or more.
@@ -108,8 +110,9 @@ def limit_mip(
         dual = data_out.mip_dual_bound
         bounds.append(dual)
         primal = data_out.mip_primal_bound
-        settled = has_plan or (math.isfinite(primal) and primal - dual <= settle_gap)
         spent = budget is not None and budget.mip_exhausted
+        overran = spent and overrun is not None and budget.mip_used >= budget.mip_limit + overrun
+        settled = has_plan or (math.isfinite(primal) and (overran or primal - dual <= settle_gap))
         enough = dual_enough is not None and dual >= dual_enough
         stalled = (
             stall is not None

@@ -152,3 +152,15 @@ def test_past_its_budget_a_mip_stops_only_at_a_plan_within_its_settle_gap():
         assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
         assert info.objective_function_value == pytest.approx(stops_at)
         assert info.objective_function_value - info.mip_dual_bound <= settle_gap
+
+
+def test_overrun_past_its_budget_a_mip_stops_at_any_plan_whatever_its_settle_gap():
+    """The first rounding's MIP searches on past the budget for a settled plan, but not
+    without end: once the budget is spent by ``overrun`` more, any plan stops it."""
+    for overrun, stops_at in ((1, 67.0), (10**9, 66.0)):
+        h = _knapsack_cover()
+        budget = Budget(mip_limit=1)
+        limit_mip(h, budget, settle_gap=0.0, overrun=overrun)
+        h.run()
+        assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+        assert h.getInfo().objective_function_value == pytest.approx(stops_at)
