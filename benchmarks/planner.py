@@ -5,11 +5,14 @@ slices of one and several hosts beside GCE GPU and CPU machines).
 
 Run: .venv/bin/python benchmarks/planner.py [--scales 200,2000] [--kinds forced,diverse]
      [--seed 0 | --seeds 0-9] [--types 60] [--repeat 3] [--ray-max-bundles 2000]
-     [--ray-timeout 60] [--no-ray]
+     [--ray-timeout 60] [--no-ray] [--max-workers-fraction 0.6]
 
 ``--types N``: every EC2 problem over N node types (the head included) instead of the
 default 20 at 200 bundles, 30 at 2,000, 40 at 20,000 and 50 at 100,000 (``gcp`` keeps its
-own).
+own). ``--max-workers-fraction F``: the cluster's ``max_workers`` set to F times the nodes
+its plan launches without it, so limits leave demand out (a backlog bigger than the cluster:
+what a monitor at its ``max_workers`` plans every round; ``unpl`` then counts what the limit
+leaves out, and the bound is for what the plan places).
 
 Per problem it prints: bundles, node types, the planner's own time (median of ``--repeat``
 in-process runs: what a monitor round pays), the whole ``autoscale plan --json`` process
@@ -70,6 +73,7 @@ def main() -> None:
     parser.add_argument("--ray-timeout", type=float, default=60.0)
     parser.add_argument("--ray-max-bundles", type=int, default=2_000)
     parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--max-workers-fraction", type=float)
     args = parser.parse_args()
     ray = not args.no_ray and _have_ray()
     print(
@@ -117,15 +121,12 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> t
     with tempfile.TemporaryDirectory() as folder:
         cluster_path = Path(folder) / "cluster.yaml"
         demand_path = Path(folder) / "demand.json"
-        cluster_path.write_text(yaml.safe_dump(cluster_doc))
         demand_path.write_text(json.dumps(demand_doc))
-        config = load_cluster_config(cluster_path)
-        request = PlanRequest(
-            node_types=config.node_types(),
-            demand=load_demand(demand_path),
-            existing=(),
-            limits=config.limits(),
-        )
+        request = _request(cluster_doc, cluster_path, demand_path)
+        if args.max_workers_fraction is not None:
+            nodes = plan(request).node_count
+            cluster_doc["max_workers"] = max(1, int(nodes * args.max_workers_fraction))
+            request = _request(cluster_doc, cluster_path, demand_path)
         planner_times, result = [], None
         for _ in range(args.repeat):
             start = time.perf_counter()
@@ -190,6 +191,18 @@ def run_problem(kind: str, scale: int, args: argparse.Namespace, ray: bool) -> t
     for problem in problems[:5]:
         print(f"    witness: {problem}")
     return statistics.median(planner_times), gap
+
+
+def _request(cluster_doc: dict, cluster_path: Path, demand_path: Path) -> PlanRequest:
+    """The plan request of ``cluster_doc`` (written to ``cluster_path``) and the demand."""
+    cluster_path.write_text(yaml.safe_dump(cluster_doc))
+    config = load_cluster_config(cluster_path)
+    return PlanRequest(
+        node_types=config.node_types(),
+        demand=load_demand(demand_path),
+        existing=(),
+        limits=config.limits(),
+    )
 
 
 def _launched(result) -> dict[str, int]:
