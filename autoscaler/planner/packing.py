@@ -41,6 +41,11 @@ class Kind:
     members: tuple[int, ...] = ()
     """Existing capacity: the indices (in the request) of the identical hosts it groups."""
 
+    @property
+    def identity(self) -> tuple:
+        """What this kind is, whatever position a list of kinds gives it."""
+        return (self.node_type, self.new, self.existing, self.members)
+
 
 @dataclass(frozen=True)
 class Pattern:

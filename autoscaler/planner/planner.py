@@ -450,20 +450,30 @@ class _Realisation:
         if any(placed.get(i, 0) < n for i, n in demand.items()) and not self.budget.exhausted:
             self._fitted({index: n for index, n in placed.items() if n > 0})
 
-    def _planned(self, demand: Mapping[int, int], bound: BoundModel | None) -> None:
-        self._realise(demand, bound)
+    def _planned(
+        self,
+        demand: Mapping[int, int],
+        bound: BoundModel | None,
+        before: Mapping[tuple[tuple, tuple], int] | None = None,
+    ) -> None:
+        self._realise(demand, bound, before)
         if self._cut_gangs():
             self._capped(demand)
 
     def _fitted(self, placed: Mapping[int, int]) -> None:
         """Plan again for ``placed``: the units were chosen for copies that limits then left
         out too, so they may be more, or other, than what was placed needs (e.g. every unit
-        a limit allows of a type where fewer, with another type's, hold the same). The new
-        plan is kept where it places every copy of ``placed`` for less."""
+        a limit allows of a type where fewer, with another type's, hold the same). The plan
+        made before is among those the new one is chosen from (under tight limits, rounding
+        again may place less), and the new plan is kept where it places every copy of
+        ``placed`` for less."""
         again = _Realisation(
             list(self.items.values()), self.kinds, self.global_room, [], self.budget
         )
-        again._planned(placed, None)
+        before: dict[tuple[tuple, tuple], int] = defaultdict(int)
+        for group in self.groups:
+            before[group.kind.identity, tuple(tuple(host) for host in group.hosts)] += group.units
+        again._planned(placed, None, before)
         held = again.placed()
         if all(held.get(index, 0) >= n for index, n in placed.items()) and (
             again.new_cost() < self.new_cost() - 1e-9
@@ -475,8 +485,14 @@ class _Realisation:
         """What the units this plan launches cost."""
         return sum(group.kind.cost * group.units for group in self.groups if group.kind.new)
 
-    def _realise(self, demand: Mapping[int, int], bound: BoundModel | None) -> None:
-        result = self._generate(demand, self.kinds, self.global_room, bound)
+    def _realise(
+        self,
+        demand: Mapping[int, int],
+        bound: BoundModel | None,
+        before: Mapping[tuple[tuple, tuple], int] | None = None,
+    ) -> None:
+        """Plan ``demand`` (``before``: a plan of it made before, one to keep in the running)."""
+        result = self._generate(demand, self.kinds, self.global_room, bound, before)
         self.notes.extend(result.notes)
         self.cost_floor = result.cost_floor
         self.proven_cost = result.proven_cost
@@ -551,12 +567,13 @@ class _Realisation:
         kinds: Sequence[Kind],
         room: int | None,
         bound: BoundModel | None = None,
+        before: Mapping[tuple[tuple, tuple], int] | None = None,
     ) -> Result:
         """Patterns for ``demand``; where the solver gives up (its last-resort time guard),
         the budget counts as spent and everything is packed greedily instead."""
         items = list(self.items.values())
         try:
-            return generate(items, demand, kinds, room, self.budget, bound)
+            return generate(items, demand, kinds, room, self.budget, bound, before)
         except SolverError as error:
             self.notes.append(f"solver stopped ({error}): the plan was packed greedily")
             self.budget.spend(self.budget.limit)

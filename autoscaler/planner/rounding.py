@@ -190,11 +190,13 @@ def generate(
     global_room: int | None,
     budget: Budget | None = None,
     bound: BoundModel | None = None,
+    before: Mapping[tuple[tuple, tuple], int] | None = None,
 ) -> Result:
     """Patterns and units per pattern that cover ``demand`` (copies per item index); once
     ``budget`` is spent, what the patterns so far leave out is packed greedily. ``bound``:
     the bound's model for ``demand`` (the planner's), asked for whole-unit bounds instead of
-    building one here."""
+    building one here. ``before``: a plan of ``demand`` made before (units per kind identity
+    and hosts' contents), kept among the plans to choose from: one made again is never worse."""
     budget = Budget() if budget is None else budget
     notes: list[str] = []
     items, kinds = _wanted(items, demand, kinds)
@@ -205,6 +207,7 @@ def generate(
         return Result(kinds, chosen, unplaced, notes)
     by_index = {item.index: item for item in items}
     master, start, caps = _started(items, demand, kinds, global_room)
+    made_before = _translated(before or {}, kinds)
     surcharge, penalty, limits = master.surcharge, master.penalty, master.limits
     rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
     lp_cost, lp_units = master.lp_cost_and_units()
@@ -347,6 +350,8 @@ def generate(
         if misses_proven():  # greedy pricing may have missed the patterns of the cheapest mix
             priced_exactly(EXACT_REPAIR_ROUNDS, exact_nodes=False)
             round_again_past_budget(ways_to_round_again(), misses_proven)
+    if made_before:  # a candidate only now: the decisions above are those made without it
+        keep(made_before)
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
@@ -416,6 +421,21 @@ class PlacedLP:
             yield self.kinds, found[0]
             if len(master.patterns) == patterns:  # the LP is optimal over every pattern
                 return
+
+
+def _translated(
+    plan: Mapping[tuple[tuple, tuple], int], kinds: Sequence[Kind]
+) -> dict[Pattern, int]:
+    """``plan`` (units per kind identity and hosts' contents) as patterns of ``kinds``; empty
+    where one of its kinds is not among them."""
+    position = {kind.identity: kind.index for kind in kinds}
+    patterns: dict[Pattern, int] = {}
+    for (identity, hosts), units in plan.items():
+        if identity not in position:
+            return {}
+        pattern = Pattern(position[identity], hosts)
+        patterns[pattern] = patterns.get(pattern, 0) + units
+    return patterns
 
 
 def _wanted(
