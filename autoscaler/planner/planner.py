@@ -64,7 +64,7 @@ from autoscaler.planner.model import (
     PlanRequest,
 )
 from autoscaler.planner.packing import Kind, Pattern, replay
-from autoscaler.planner.rounding import NODE_TOLERANCE, PlacedLP, Result, generate
+from autoscaler.planner.rounding import NODE_TOLERANCE, MadeBefore, PlacedLP, Result, generate
 from autoscaler.planner.solver import SolverError
 from autoscaler.planner.witness import build as build_witness
 
@@ -454,7 +454,7 @@ class _Realisation:
         self,
         demand: Mapping[int, int],
         bound: BoundModel | None,
-        before: Mapping[tuple[tuple, tuple], int] | None = None,
+        before: MadeBefore | None = None,
     ) -> None:
         self._realise(demand, bound, before)
         if self._cut_gangs():
@@ -489,7 +489,7 @@ class _Realisation:
         self,
         demand: Mapping[int, int],
         bound: BoundModel | None,
-        before: Mapping[tuple[tuple, tuple], int] | None = None,
+        before: MadeBefore | None = None,
     ) -> None:
         """Plan ``demand`` (``before``: a plan of it made before, one to keep in the running)."""
         result = self._generate(demand, self.kinds, self.global_room, bound, before)
@@ -567,7 +567,7 @@ class _Realisation:
         kinds: Sequence[Kind],
         room: int | None,
         bound: BoundModel | None = None,
-        before: Mapping[tuple[tuple, tuple], int] | None = None,
+        before: MadeBefore | None = None,
     ) -> Result:
         """Patterns for ``demand``; where the solver gives up (its last-resort time guard),
         the budget counts as spent and everything is packed greedily instead."""

@@ -163,6 +163,11 @@ DIVE_STEPS = 80
 times; then a MIP over every pattern seen, started from the dive's plan."""
 
 
+MadeBefore = Mapping[tuple[tuple, tuple], int]
+"""A plan made before: units per (kind identity, hosts' contents), whatever position a list
+of kinds gives each kind."""
+
+
 @dataclass
 class Result:
     kinds: list[Kind]
@@ -190,13 +195,13 @@ def generate(
     global_room: int | None,
     budget: Budget | None = None,
     bound: BoundModel | None = None,
-    before: Mapping[tuple[tuple, tuple], int] | None = None,
+    before: MadeBefore | None = None,
 ) -> Result:
     """Patterns and units per pattern that cover ``demand`` (copies per item index); once
     ``budget`` is spent, what the patterns so far leave out is packed greedily. ``bound``:
     the bound's model for ``demand`` (the planner's), asked for whole-unit bounds instead of
-    building one here. ``before``: a plan of ``demand`` made before (units per kind identity
-    and hosts' contents), kept among the plans to choose from: one made again is never worse."""
+    building one here. ``before``: a plan of ``demand`` made before, kept among the plans to
+    choose from: one made again is never worse."""
     budget = Budget() if budget is None else budget
     notes: list[str] = []
     items, kinds = _wanted(items, demand, kinds)
@@ -423,11 +428,8 @@ class PlacedLP:
                 return
 
 
-def _translated(
-    plan: Mapping[tuple[tuple, tuple], int], kinds: Sequence[Kind]
-) -> dict[Pattern, int]:
-    """``plan`` (units per kind identity and hosts' contents) as patterns of ``kinds``; empty
-    where one of its kinds is not among them."""
+def _translated(plan: MadeBefore, kinds: Sequence[Kind]) -> dict[Pattern, int]:
+    """``plan`` as patterns of ``kinds``; empty where one of its kinds is not among them."""
     position = {kind.identity: kind.index for kind in kinds}
     patterns: dict[Pattern, int] = {}
     for (identity, hosts), units in plan.items():
