@@ -212,7 +212,6 @@ def generate(
         return Result(kinds, chosen, unplaced, notes)
     by_index = {item.index: item for item in items}
     master, start, caps = _started(items, demand, kinds, global_room)
-    made_before = _translated(before or {}, kinds)
     surcharge, penalty, limits = master.surcharge, master.penalty, master.limits
     rounds = column_generation(master, kinds, caps, MAX_ROUNDS, budget)
     lp_cost, lp_units = master.lp_cost_and_units()
@@ -355,8 +354,8 @@ def generate(
         if misses_proven():  # greedy pricing may have missed the patterns of the cheapest mix
             priced_exactly(EXACT_REPAIR_ROUNDS, exact_nodes=False)
             round_again_past_budget(ways_to_round_again(), misses_proven)
-    if made_before:  # a candidate only now: the decisions above are those made without it
-        keep(made_before)
+    if made_before := _translated(before or {}, kinds):  # a candidate only now: the
+        keep(made_before)  # decisions above are those made without it
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = min(plans, key=lambda p: _objective(master, p, demand))
