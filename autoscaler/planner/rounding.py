@@ -239,6 +239,10 @@ def generate(
     def best_cost() -> float:
         return _cost(cheapest(), kinds)
 
+    def best_placing() -> dict[Pattern, int]:
+        """The plan of least cost plus surcharges plus penalties for what it leaves out."""
+        return min(plans, key=lambda plan: _objective(master, plan, demand))
+
     def close_enough(meanwhile: Callable[[Future[float | None]], None] | None = None) -> bool:
         """The best plan is within ROUND_AGAIN_ABOVE of the LP or of the whole-unit bound
         (computed once, where the LP does not show it; ``meanwhile`` runs while its MIP
@@ -361,12 +365,12 @@ def generate(
         and (misses_proven() if proven else misses_target())
     ):  # every way of rounding may have fixed the wrong whole units
         with budget.more_mip(REPAIR_MIP_WORK):
-            keep(_pooled(*args, start=cheapest()))
+            keep(_pooled(*args, start=best_placing()))
     if made_before := _translated(before or {}, kinds):  # a candidate only now: the
         keep(made_before)  # decisions above are those made without it
     for plan in plans:
         pool.update(dict.fromkeys(plan))
-    taken = min(plans, key=lambda p: _objective(master, p, demand))
+    taken = best_placing()
     taken = _fewest_units(
         taken,
         list(pool),
