@@ -550,3 +550,12 @@ def test_a_plan_every_way_of_rounding_leaves_far_from_its_bound_gets_a_mip_with_
     assert not [i for i in result.infeasible if "limited" in i.reason]
     assert result.lower_bound_per_hour <= result.cost_per_hour
     assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
+
+
+def test_a_plan_whose_lp_greedy_pricing_leaves_dear_is_priced_exactly_until_its_bound_holds():
+    """A flexible-shaped backlog of 200 bundles (a seed outside the benchmark's) whose LP,
+    after three rounds of exact pricing, was still dear and its Lagrangian bound weak: 3.4%
+    above its bound. Priced on until pricing finds no more (at most ten rounds): within 3%."""
+    result = plan(generated(200, "flexible", 51))
+    assert result.lower_bound_per_hour <= result.cost_per_hour
+    assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
