@@ -544,8 +544,8 @@ def test_where_max_workers_leaves_demand_out_the_plan_made_again_never_loses_the
 
 def test_a_plan_every_way_of_rounding_leaves_far_from_its_bound_gets_a_mip_with_no_unit_fixed():
     """A GCP backlog of 200 bundles (a seed outside the benchmark's) where every way of
-    rounding keeps whole units that are the wrong ones: 4.2% above its bound after all of
-    them. A MIP over every pattern seen, with no unit fixed, finds a plan within 3%."""
+    rounding keeps whole units that are the wrong ones: 4.2-5.6% above its bound after all
+    of them. A MIP over every pattern seen, with no unit fixed, finds a plan within 3%."""
     result = plan(generated(200, "gcp", 52))
     assert not [i for i in result.infeasible if "limited" in i.reason]
     assert result.lower_bound_per_hour <= result.cost_per_hour
