@@ -4,9 +4,11 @@ Every plan that places the demand satisfies, for each kind (launchable type or g
 capacity): its units' aggregated capacity holds what is placed on it, one unit holds at most
 as many copies of an item as fit on it alone, per host and resource the items' weights under
 a dual-feasible function (:func:`_dff`) sum to at most 1, a device takes at most one share
-above half a device (two of exactly half), a launched unit holds something, and (accelerator
-conservation) a launched accelerator unit holds accelerator work, of which no more copies are
-placed than there are (added where the LP places more); and, since units are
+above half a device (two of exactly half), whole requests take no device that holds a
+fractional share (and a unit holding copies of a share has at least one such device, however
+few copies it holds: :func:`_shared_device_rows`), a launched unit holds something, and
+(accelerator conservation) a launched accelerator unit holds accelerator work, of which no
+more copies are placed than there are (added where the LP places more); and, since units are
 whole, the kinds an item may use number at least as many units as that item and every item
 confined to them need, rounded up (per resource, per device and per copy). The LP over those
 constraints (and, per STRICT_SPREAD gang, at most one of its bundles per host for each copy
@@ -249,6 +251,7 @@ class BoundModel:
                 if weights:
                     cols = [y_of[item.index] for item, _ in weights] + [x]
                     rows.append((cols, [w for _, w in weights] + [-float(devices)], -inf, 0.0))
+                rows.extend(_shared_device_rows(eligible, y_of, x, name, devices, size))
             if kind.new:  # a launched unit holds something (accelerator work, if it must)
                 holders = [
                     y_of[item.index]
@@ -605,6 +608,51 @@ def _device_weight(item: Item, resource: str, size: int) -> float:
             elif 2 * share == size:
                 weight += 0.5
     return weight
+
+
+def _shared_device_rows(
+    eligible: Sequence[tuple[Item, int]],
+    y_of: Mapping[int, int],
+    x: int,
+    resource: str,
+    devices: int,
+    size: int,
+) -> list[tuple[list[int], list[float], float, float]]:
+    """Per item taking part of one device of ``resource`` (of ``size``) that a unit holds
+    fewer copies of than that device's share would allow (another resource limits it, e.g.
+    a quarter GPU with all of a node's CPUs): every unit holding a copy has a device that no
+    whole request can take, and so does every ``size // share`` copies, so the devices its
+    copies hold are at least its copies over the fewer of those two counts; with the devices
+    whole requests take (never shared), at most the units' devices. (The share rows count a
+    copy at its share alone: whole requests could then fill the rest of its units' devices.)"""
+    whole = [(item, _whole_devices(item, resource)) for item, _ in eligible]
+    whole = [(y_of[item.index], taken) for item, taken in whole if taken]
+    rows = []
+    for item, per_unit in eligible:
+        shares = [s for part in item.parts for r, s in part.devices if r == resource]
+        fractions = [s for s in shares if s < size]
+        if len(fractions) != 1:
+            continue
+        per_device = size // fractions[0]
+        copies = min(per_unit, per_device)
+        if copies * fractions[0] >= size:  # no tighter than its share
+            continue
+        y = y_of[item.index]
+        weight = _whole_devices(item, resource) + 1.0 / copies
+        others = [(col, taken) for col, taken in whole if col != y]
+        cols = [y, *(col for col, _ in others), x]
+        rows.append((cols, [weight, *(t for _, t in others), -float(devices)], -math.inf, 0.0))
+    return rows
+
+
+def _whole_devices(item: Item, resource: str) -> int:
+    """Whole devices of ``resource`` one copy takes."""
+    return sum(
+        share // SHARE_UNITS
+        for part in item.parts
+        for name, share in part.devices
+        if name == resource and share >= SHARE_UNITS
+    )
 
 
 FLOOR_MARGIN = 1e-3

@@ -559,3 +559,24 @@ def test_a_plan_whose_lp_greedy_pricing_leaves_dear_is_priced_exactly_until_its_
     result = plan(generated(200, "flexible", 51))
     assert result.lower_bound_per_hour <= result.cost_per_hour
     assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
+
+
+L4 = NodeType(
+    "g6.xlarge", {"CPU": 4, "memory": 16 * GIB, "GPU": 1, "accelerator_type:L4": 1}, 0.8048
+)
+
+
+@pytest.mark.parametrize("limits", ["per type", "max_workers"])
+def test_whole_gpu_work_is_not_bounded_into_gpus_that_cpu_bound_fractions_hold(limits):
+    """Ten quarter-GPU tasks that each need all four vCPUs of an L4 node hold all ten L4
+    nodes' GPUs (one each): the twenty 1-GPU tasks need three A100 nodes. The bound once let
+    them share those GPUs' free three quarters (18% and, with the whole-GPU work beyond the
+    cluster's max_workers, 45% below the plan); it now proves the plan optimal."""
+    l4, a100 = replace(L4, max_workers=10), replace(A100, max_workers=4)
+    bundles = [({"GPU": 1}, 20), ({"GPU": 0.25, "CPU": 4, "accelerator_type:L4": 0.001}, 10)]
+    if limits == "per type":
+        result = run([l4, a100], bundles)
+    else:
+        result = run([L4, A100], [*bundles, ({"GPU": 8}, 5)], max_workers=13)
+    assert result.launch_counts() == {"g6.xlarge": 10, "p4d.24xlarge": 3}
+    assert result.lower_bound_per_hour == pytest.approx(result.cost_per_hour)
