@@ -352,20 +352,20 @@ class BoundModel:
         the bound; where it does, the whole-unit cost MIP is skipped, and that MIP stops once
         it does (it runs beside the unit bound). ``count_units``: False leaves the unit bound
         at 0 (only the cost bound is wanted; counting changes the model, so it comes last).
-        ``whole_floor``: a cost bound this demand got before (rounding's): where it shows a
-        plan costing ``cost_cap`` within :data:`TARGET`, the whole-unit cost MIP, which gave
-        it, is not run again. ``meanwhile(mip)``: the caller's work, done while that MIP runs
-        (only where it runs; ``mip`` will hold its dual bound). ``plan_cost``: the cost of the
-        plan the bound is for; where the bound known shows it within :data:`TARGET`, that MIP
-        is not run for a tighter one (on the 200-bundle sweep, 0.1-0.3 s for a bound a few
-        tenths of a percent higher)."""
+        ``whole_floor``: a cost bound this demand got before (rounding's), kept where the LP's
+        is lower; where it shows a plan costing ``cost_cap`` within :data:`TARGET`, the
+        whole-unit cost MIP, which gave it, is not run again. ``meanwhile(mip)``: the caller's
+        work, done while that MIP runs (only where it runs; ``mip`` will hold its dual
+        bound). ``plan_cost``: the cost of the plan the bound is for; where the bound known
+        shows it within :data:`TARGET`, that MIP is not run for a tighter one (on the
+        200-bundle sweep, 0.1-0.3 s for a bound a few tenths of a percent higher)."""
         if not self.items:
             return Bounds(0.0, 0)
         if self.counted:
             raise RuntimeError("this bound model's units were counted already")
         self._set_cap(cost_cap)
         notes = list(self.notes)
-        cost_bound = self.cost_bound
+        cost_bound = max(self.cost_bound, whole_floor)
         small = plan_units is not None and plan_units <= MIP_BOUND_UNITS
         close = 1 + close
         if known_cost is not None and cost_cap is not None and cost_cap > close * cost_bound:

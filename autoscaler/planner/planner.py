@@ -181,7 +181,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         planned_cost * (1 + NODE_TOLERANCE) + 1e-9,
         planned_units,
         known_cost,
-        whole_floor=realised.cost_floor if places_all else 0.0,
+        whole_floor=max(realised.cost_floor, realised.proven_cost) if places_all else 0.0,
         plan_cost=planned_cost,
     )
     notes.extend(bounds.notes)
