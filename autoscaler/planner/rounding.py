@@ -230,6 +230,8 @@ def generate(
     pool: dict[Pattern, None] = dict.fromkeys(master.patterns)
     args = (master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget)
     plans: list[dict[Pattern, int]] = []
+    made_before = _translated(before or {}, kinds)
+    placeable = bool(made_before) and _places(made_before, demand)
 
     def keep(plan: Mapping[Pattern, int]) -> None:
         plans.append(_improved(plan, kinds, by_index, demand, global_room, master.surcharge))
@@ -241,7 +243,9 @@ def generate(
     proven = 0.0
 
     def cheapest() -> dict[Pattern, int]:
-        return min(plans, key=lambda plan: _cost(plan, kinds))
+        """The plan of least cost among those leaving the fewest copies out (under limits a
+        rounding may leave out copies the LP places: its cost says nothing of the plan)."""
+        return min(plans, key=lambda plan: (_left_out(plan, demand), _cost(plan, kinds)))
 
     def best_cost() -> float:
         return _cost(cheapest(), kinds)
@@ -261,7 +265,12 @@ def generate(
 
     def shows_close(bound: float) -> bool:
         """The best plan is within ROUND_AGAIN_ABOVE of ``bound``."""
-        return best_cost() <= (1 + ROUND_AGAIN_ABOVE) * bound
+        return not short() and best_cost() <= (1 + ROUND_AGAIN_ABOVE) * bound
+
+    def short() -> bool:
+        """The best plan leaves out copies that the plan made before places (under limits a
+        rounding can): whatever it costs, it is not close to a bound for placing them."""
+        return placeable and not _places(cheapest(), demand)
 
     def whole_bound(
         close: float,
@@ -308,12 +317,14 @@ def generate(
         return max(known, dual_bounds[0].cost_bound(kinds, best + 1e-9, known) or 0.0)
 
     def misses_proven() -> bool:
-        return best_cost() > (1 + TARGET) * proven
+        return short() or best_cost() > (1 + TARGET) * proven
 
     def misses_target() -> bool:
-        """The best plan is not close to the LP, and more than the planner's target above the
-        whole-unit bound (so maybe above its own bound too), or where that bound was not
-        needed yet, above the LP."""
+        """The best plan leaves out copies the LP places, or is not close to the LP and more
+        than the planner's target above the whole-unit bound (so maybe above its own bound
+        too), or where that bound was not needed yet, above the LP."""
+        if short():
+            return True
         best = best_cost()
         if best <= (1 + ROUND_AGAIN_ABOVE) * lp_cost:
             return False
@@ -364,7 +375,8 @@ def generate(
     if not exact and lp_units <= EXACT_REPAIR_UNITS and not budget.exhausted:
         proven = proven_bound()
         if misses_proven():  # greedy pricing may have missed the patterns of the cheapest mix
-            repair_rounds = LEFT_OUT_REPAIR_ROUNDS if master.leaves_out() else EXACT_REPAIR_ROUNDS
+            limited = master.leaves_out() or short()
+            repair_rounds = LEFT_OUT_REPAIR_ROUNDS if limited else EXACT_REPAIR_ROUNDS
             priced_exactly(repair_rounds, exact_nodes=False)
             round_again_past_budget(ways_to_round_again(), misses_proven)
     if (
@@ -375,8 +387,8 @@ def generate(
     ):  # every way of rounding may have fixed the wrong whole units
         with budget.more_mip(REPAIR_MIP_WORK):
             keep(_pooled(*args, start=best_placing()))
-    if made_before := _translated(before or {}, kinds):  # a candidate only now: the
-        keep(made_before)  # decisions above are those made without it
+    if made_before:  # a candidate only now: the decisions above are those made without it
+        keep(made_before)
     for plan in plans:
         pool.update(dict.fromkeys(plan))
     taken = best_placing()
@@ -827,8 +839,13 @@ def _cost(plan: Mapping[Pattern, int], kinds: Sequence[Kind]) -> float:
 
 
 def _places(plan: Mapping[Pattern, int], demand: Mapping[int, int]) -> bool:
+    return _left_out(plan, demand) == 0
+
+
+def _left_out(plan: Mapping[Pattern, int], demand: Mapping[int, int]) -> int:
+    """Copies of ``demand`` that ``plan`` does not place."""
     covered = covered_copies(plan)
-    return all(covered.get(index, 0) >= n for index, n in demand.items())
+    return sum(max(0, n - covered.get(index, 0)) for index, n in demand.items())
 
 
 def _new_units(plan: Mapping[Pattern, int], kinds: Sequence[Kind]) -> int:

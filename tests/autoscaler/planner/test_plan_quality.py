@@ -580,3 +580,20 @@ def test_whole_gpu_work_is_not_bounded_into_gpus_that_cpu_bound_fractions_hold(l
         result = run([L4, A100], [*bundles, ({"GPU": 8}, 5)], max_workers=13)
     assert result.launch_counts() == {"g6.xlarge": 10, "p4d.24xlarge": 3}
     assert result.lower_bound_per_hour == pytest.approx(result.cost_per_hour)
+
+
+def test_where_limits_leave_demand_out_a_rounding_that_drops_placed_copies_is_not_taken_as_close():
+    """Type limits leave 32 copies out. Planned again for the copies it placed, rounding's
+    cheapest plan left two of them out; its cost, as close to the bound as it was, stopped
+    the search, and the plan made before (4 nodes more, 3.4% above the bound) stayed. A
+    plan leaving out copies that the one before places is now never close: exact pricing
+    finds the one that places them all at the bound."""
+    a = NodeType("a.large", {"CPU": 8, "memory": 32 * GIB}, 0.40, max_workers=55)
+    b = NodeType("b.xlarge", {"CPU": 16, "memory": 64 * GIB}, 0.90, max_workers=12)
+    c = NodeType("c.4xlarge", {"CPU": 48, "memory": 96 * GIB}, 2.30, max_workers=7)
+    shapes = [({"CPU": 9, "memory": 30 * GIB}, 22), ({"CPU": 6, "memory": 2 * GIB}, 24)]
+    shapes += [({"CPU": 9, "memory": 12 * GIB}, 33), ({"CPU": 7, "memory": 20 * GIB}, 76)]
+    result = run([a, b, c], shapes)
+    assert sum(i.count for i in result.infeasible) == 32
+    assert result.cost_per_hour == pytest.approx(47.30)
+    assert result.lower_bound_per_hour == pytest.approx(result.cost_per_hour)
