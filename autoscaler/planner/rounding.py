@@ -320,9 +320,9 @@ def generate(
         return short() or best_cost() > (1 + TARGET) * proven
 
     def misses_target() -> bool:
-        """The best plan leaves out copies the LP places, or is not close to the LP and more
-        than the planner's target above the whole-unit bound (so maybe above its own bound
-        too), or where that bound was not needed yet, above the LP."""
+        """The best plan leaves out copies the plan made before places, or is not close to
+        the LP and more than the planner's target above the whole-unit bound (so maybe above
+        its own bound too), or where that bound was not needed yet, above the LP."""
         if short():
             return True
         best = best_cost()
@@ -854,7 +854,5 @@ def _new_units(plan: Mapping[Pattern, int], kinds: Sequence[Kind]) -> int:
 
 def _objective(master: Master, chosen: Mapping[Pattern, int], demand: Mapping[int, int]) -> float:
     """Cost plus surcharges plus the penalty of what is left unplaced."""
-    covered = covered_copies(chosen)
     cost = sum(master.unit_cost(master.kinds[p.kind]) * u for p, u in chosen.items())
-    short = sum(max(0, n - covered.get(i, 0)) for i, n in demand.items())
-    return cost + 1000.0 * max([k.cost for k in master.kinds] + [1.0]) * short
+    return cost + master.penalty * _left_out(chosen, demand)
