@@ -37,6 +37,9 @@ T4 = NodeType(
 T4X4 = NodeType(
     "g4dn.12xlarge", {"CPU": 48, "memory": 192 * GIB, "GPU": 4, "accelerator_type:T4": 1}, 3.912
 )
+L4 = NodeType(
+    "g6.xlarge", {"CPU": 4, "memory": 16 * GIB, "GPU": 1, "accelerator_type:L4": 1}, 0.8048
+)
 V4_8 = NodeType("v4-8", {"CPU": 240, "TPU": 4, "accelerator_type:TPU-V4": 1}, 12.88)
 V4_16 = NodeType(
     "v4-16",
@@ -559,11 +562,6 @@ def test_a_plan_whose_lp_greedy_pricing_leaves_dear_is_priced_exactly_until_its_
     result = plan(generated(200, "flexible", 51))
     assert result.lower_bound_per_hour <= result.cost_per_hour
     assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
-
-
-L4 = NodeType(
-    "g6.xlarge", {"CPU": 4, "memory": 16 * GIB, "GPU": 1, "accelerator_type:L4": 1}, 0.8048
-)
 
 
 @pytest.mark.parametrize("limits", ["per type", "max_workers"])
