@@ -602,46 +602,18 @@ def test_a_small_plan_missing_the_target_gets_a_mip_over_every_pattern_seen():
     the last MIP over the patterns near the LP's support, left it 3.7% above its bound
     ($12.54). The optimum over every pattern is $12.37 (checked by enumerating all of
     them); its pool holds that plan, so a small pool is searched whole."""
-    neuron = {"accelerator_type:aws-neuron-core": 1}
-    trainium = {**neuron, "accelerator_type:Trainium": 1}
-    inferentia = {**neuron, "accelerator_type:Inferentia2": 1}
+
+    def neuron_type(name, cpus, memory_gib, cores, family, price, most):
+        resources = {"CPU": cpus, "memory": memory_gib * GIB, "neuron_cores": cores}
+        resources |= {"accelerator_type:aws-neuron-core": 1, f"accelerator_type:{family}": 1}
+        return NodeType(name, resources, price, max_workers=most)
+
     types = [
-        NodeType(
-            "trn1_small",
-            {"CPU": 8, "memory": 32 * GIB, "neuron_cores": 2, **trainium},
-            1.34375,
-            max_workers=8,
-        ),
-        NodeType(
-            "trn1",
-            {"CPU": 128, "memory": 512 * GIB, "neuron_cores": 32, **trainium},
-            21.5,
-            max_workers=8,
-        ),
-        NodeType(
-            "trn2",
-            {
-                "CPU": 192,
-                "memory": 2048 * GIB,
-                "neuron_cores": 64,
-                **neuron,
-                "accelerator_type:Trainium2": 1,
-            },
-            85.964,
-            max_workers=2,
-        ),
-        NodeType(
-            "inf2_small",
-            {"CPU": 4, "memory": 16 * GIB, "neuron_cores": 2, **inferentia},
-            0.7582,
-            max_workers=16,
-        ),
-        NodeType(
-            "inf2",
-            {"CPU": 192, "memory": 768 * GIB, "neuron_cores": 24, **inferentia},
-            12.98127,
-            max_workers=4,
-        ),
+        neuron_type("trn1_small", 8, 32, 2, "Trainium", 1.34375, 8),
+        neuron_type("trn1", 128, 512, 32, "Trainium", 21.5, 8),
+        neuron_type("trn2", 192, 2048, 64, "Trainium2", 85.964, 2),
+        neuron_type("inf2_small", 4, 16, 2, "Inferentia2", 0.7582, 16),
+        neuron_type("inf2", 192, 768, 24, "Inferentia2", 12.98127, 4),
     ]
     bundles = [
         ({"neuron_cores": 0.5, "CPU": 2}, 3),
