@@ -624,21 +624,28 @@ def _shared_device_rows(
     whole request can take, and so does every ``size // share`` copies, so the devices its
     copies hold are at least its copies over the fewer of those two counts; with the devices
     whole requests take (never shared), at most the units' devices. (The share rows count a
-    copy at its share alone: whole requests could then fill the rest of its units' devices.)"""
-    whole = [(item, _whole_devices(item, resource)) for item, _ in eligible]
-    whole = [(y_of[item.index], taken) for item, taken in whole if taken]
+    copy at its share alone: whole requests could then fill the rest of its units' devices.)
+    And no unit holds both a copy of it and one of an item taking all its devices: the units
+    each needs (copies over copies per unit) add up to at most the units."""
+    taken = {item.index: _whole_devices(item, resource) for item, _ in eligible}
+    whole = [(y_of[index], n) for index, n in taken.items() if n]
+    full = [(y_of[item.index], n) for item, n in eligible if taken[item.index] >= devices]
     rows = []
     for item, per_unit in eligible:
         shares = [s for part in item.parts for r, s in part.devices if r == resource]
         fractions = [s for s in shares if s < size]
         if len(fractions) != 1:
             continue
+        y = y_of[item.index]
+        if full:
+            cols = [y, *(col for col, _ in full), x]
+            vals = [1.0 / per_unit, *(1.0 / n for _, n in full), -1.0]
+            rows.append((cols, vals, -math.inf, 0.0))
         per_device = size // fractions[0]
         copies = min(per_unit, per_device)
         if copies * fractions[0] >= size:  # no tighter than its share
             continue
-        y = y_of[item.index]
-        weight = _whole_devices(item, resource) + 1.0 / copies
+        weight = taken[item.index] + 1.0 / copies
         others = [(col, taken) for col, taken in whole if col != y]
         cols = [y, *(col for col, _ in others), x]
         rows.append((cols, [weight, *(t for _, t in others), -float(devices)], -math.inf, 0.0))

@@ -630,3 +630,18 @@ def test_a_small_plan_missing_the_target_gets_a_mip_over_every_pattern_seen():
     assert result.infeasible == ()
     assert result.cost_per_hour == pytest.approx(12.37145)
     assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
+
+
+def test_a_gpu_that_a_fraction_holds_keeps_a_whole_node_request_off_its_node():
+    """A STRICT_SPREAD group puts a tenth of an L40S on each of two 8-GPU L40S nodes, so
+    neither can take a bundle needing all eight GPUs of one host: both 8-GPU bundles go to
+    T4 nodes. The bound once counted the L40S nodes' fourteen whole GPUs together and let
+    one of them in (11% below the plan); no node holds both, and it now proves the plan."""
+    l40s = NodeType("g6e.48xlarge", {"CPU": 192, "GPU": 8, "accelerator_type:L40S": 1}, 30.13)
+    t4 = NodeType("g4dn.metal", {"CPU": 96, "GPU": 8, "accelerator_type:T4": 1}, 7.824)
+    tenth = {"GPU": 0.1, "accelerator_type:L40S": 0.001}
+    result = run(
+        [l40s, t4], [({"GPU": 8}, 2)], [PlacementGroupDemand("STRICT_SPREAD", (tenth, tenth), 1)]
+    )
+    assert result.launch_counts() == {"g6e.48xlarge": 2, "g4dn.metal": 2}
+    assert result.lower_bound_per_hour == pytest.approx(result.cost_per_hour)
