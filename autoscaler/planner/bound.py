@@ -646,9 +646,9 @@ def _shared_device_rows(
         if copies * fractions[0] >= size:  # no tighter than its share
             continue
         weight = taken[item.index] + 1.0 / copies
-        others = [(col, taken) for col, taken in whole if col != y]
+        others = [(col, n) for col, n in whole if col != y]
         cols = [y, *(col for col, _ in others), x]
-        rows.append((cols, [weight, *(t for _, t in others), -float(devices)], -math.inf, 0.0))
+        rows.append((cols, [weight, *(n for _, n in others), -float(devices)], -math.inf, 0.0))
     return rows
 
 

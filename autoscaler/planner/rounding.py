@@ -675,14 +675,15 @@ def _pooled(
     whole.add_all([*pool, *start])
     whole.solve_lp()
     lp_cost, lp_units = whole.lp_cost_and_units()
-    near = whole
+    searched = whole
     if len(whole.patterns) > POOLED_ALL_UP_TO:
-        near = whole.near_support(NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0), list(start))
-        near.solve_lp()
-    units = near.solve_integer(
+        near = NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)
+        searched = whole.near_support(near, list(start))
+        searched.solve_lp()
+    units = searched.solve_integer(
         notes, MIP_REL_GAP * lp_cost, start, demand, MIP_MAX_NODES, budget=budget
     )
-    return {p: u for p, u in zip(near.patterns, units, strict=True) if u > 0}
+    return {p: u for p, u in zip(searched.patterns, units, strict=True) if u > 0}
 
 
 def _improved(plan, kinds, by_index, demand, global_room, surcharge) -> dict[Pattern, int]:
