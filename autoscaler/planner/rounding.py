@@ -398,11 +398,11 @@ def generate(
         and not master.leaves_out()
         and (misses_proven() if proven else misses_target())
     ):  # every way of rounding may have fixed the wrong whole units
-        all_up_to, work = POOLED_ALL_UP_TO, REPAIR_MIP_WORK
+        up_to, work = POOLED_ALL_UP_TO, REPAIR_MIP_WORK
         if placeable:
-            all_up_to, work = PLACED_POOLED_ALL_UP_TO, PLACED_POOLED_MIP_WORK
+            up_to, work = PLACED_POOLED_ALL_UP_TO, PLACED_POOLED_MIP_WORK
         with budget.more_mip(work):
-            keep(_pooled(*args, start=best_placing(), all_up_to=all_up_to))
+            keep(_pooled(*args, start=best_placing(), up_to=up_to))
     if made_before:  # a candidate only now: the decisions above are those made without it
         keep(made_before)
     for plan in plans:
@@ -669,21 +669,10 @@ def _round(
 
 
 def _pooled(
-    master,
-    items,
-    demand,
-    kinds,
-    limits,
-    global_room,
-    penalty,
-    notes,
-    pool,
-    budget,
-    start,
-    all_up_to,
+    master, items, demand, kinds, limits, global_room, penalty, notes, pool, budget, start, up_to
 ) -> dict[Pattern, int]:
     """Integer plan by a MIP over the patterns of ``pool`` (where there are more than
-    ``all_up_to``, those whose reduced cost, in the LP over them all, is within
+    ``up_to``, those whose reduced cost, in the LP over them all, is within
     :data:`NEAR_REDUCED_COST` of the average unit cost), with no unit fixed, searching only
     for plans better than ``start`` (``start`` where it finds none).
 
@@ -699,7 +688,7 @@ def _pooled(
     whole.solve_lp()
     lp_cost, lp_units = whole.lp_cost_and_units()
     searched = whole
-    if len(whole.patterns) > all_up_to:
+    if len(whole.patterns) > up_to:
         near = NEAR_REDUCED_COST * lp_cost / max(lp_units, 1.0)
         searched = whole.near_support(near, list(start))
         searched.solve_lp()
