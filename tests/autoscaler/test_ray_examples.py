@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -98,6 +99,17 @@ def _left_running(tmp_path: Path) -> list[psutil.Process]:
     return marked + working
 
 
+def _boot_log_until(path: str, node_id: str, line: str, timeout_s: float = 120.0) -> str:
+    """`logs` of ``node_id`` once they hold ``line`` (or as they are at ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        logs = autoscale("logs", path, node_id, "--tail", "400")
+        assert logs.exit_code == 0, logs.output
+        if line in logs.stdout or time.monotonic() > deadline:
+            return logs.stdout
+        time.sleep(0.5)
+
+
 @pytest.mark.timeout(240)
 def test_aws_example_full_comes_up_with_its_node_keys_and_down_ends(tmp_path):
     # cache_stopped_nodes: down counts a stopped node as done.
@@ -179,10 +191,10 @@ def test_aws_example_gpu_docker_comes_up_on_its_retired_k80_head(tmp_path):
         assert head["state"] == "running" and head["accelerators"] == {"GPU": 1}
         assert nodes["ray.worker.default"]["offering"].startswith("m5.large/")
         assert status["ray"]["address"] == f"{head['internal_ips'][0]}:6379"
-        logs = autoscale("logs", path, head["id"], "--tail", "400")
-        assert logs.exit_code == 0, logs.output
-        assert "head_setup_commands[0]: exit 0" in logs.stdout
-        assert "Ray runtime started." in logs.stdout
+        # --wait ends at the agents' reports; the agent starts before Ray's start commands.
+        logs = _boot_log_until(path, head["id"], "boot finished")
+        assert "head_setup_commands[0]: exit 0" in logs
+        assert "Ray runtime started." in logs
 
 
 @pytest.mark.timeout(240)
