@@ -333,6 +333,7 @@ def _in_document(data, named: str) -> bool:
     return True
 
 
+@pytest.mark.timeout(300)  # 3,000 parses: 21 s alone, about 50 s beside three workers
 def test_every_generated_cluster_yaml_error_names_its_field_path():
     import random
 
