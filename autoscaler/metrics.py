@@ -50,11 +50,19 @@ class Metrics:
         self.plan_cost = Gauge(
             "autoscaler_plan_cost_per_hour", "Hourly cost of the launches last planned", registry=r
         )
+        self.plans = Counter(
+            "autoscaler_plans",
+            "Plans made, and plans handed back for a request planned before",
+            ["outcome"],
+            registry=r,
+        )
 
     def observe(self, result: TickResult, events: Iterable[Event]) -> None:
         """Record one round and the events it logged."""
         self.tick_seconds.observe(result.seconds)
         self.plan_cost.set(result.plan.cost_per_hour)
+        self.plans.labels("made").inc(result.plans_made)
+        self.plans.labels("reused").inc(result.plans_reused)
         self.nodes.clear()
         for (node_type, state), count in Tally(
             (v.node_type, v.state) for v in result.nodes

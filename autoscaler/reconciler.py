@@ -31,6 +31,7 @@ from autoscaler.config import ClusterConfig
 from autoscaler.lifecycle import RUNNING, TERMINATING
 from autoscaler.offerings import UnavailableOfferings
 from autoscaler.planner import Plan, PlanRequest
+from autoscaler.planner.memo import PlanMemo
 from autoscaler.ray_cluster.client import RayUnavailableError
 from autoscaler.reconcile.apply import Actuator
 from autoscaler.reconcile.cleanup import cleanup
@@ -80,6 +81,9 @@ class TickResult:
     seconds: float = 0.0
     waiting_for: str | None = None
     """Why nothing was launched this round, when it is the cluster itself (no head)."""
+    plans_made: int = 0
+    plans_reused: int = 0
+    """Plans this round handed back from earlier ones (:mod:`~autoscaler.planner.memo`)."""
 
 
 class Reconciler:
@@ -103,6 +107,7 @@ class Reconciler:
         self.launches_per_tick = launches_per_tick
         self.offerings = UnavailableOfferings(clock, store.offerings(), store.save_offering)
         self.types = {t.name: t for t in config.node_types()}
+        self.plans = PlanMemo()
         self.event = EventLog(store, clock)
         self.boot = BootHolds(config, store, clock, self.event)
         context = Context(config, provider, store, clock, ray, report)
@@ -119,6 +124,7 @@ class Reconciler:
 
     def _round(self) -> TickResult:
         started = time.perf_counter()
+        made, reused = self.plans.made, self.plans.reused
         observation = self.sync()
         result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=list(observation.views))
         observation = self._retire(observation, result)
@@ -132,6 +138,8 @@ class Reconciler:
             observation = self.sync()
             result.nodes = list(observation.views)
         self._report_to_ray(observation, result)
+        result.plans_made = self.plans.made - made
+        result.plans_reused = self.plans.reused - reused
         result.seconds = time.perf_counter() - started
         return result
 
@@ -280,7 +288,7 @@ class Reconciler:
 
     # Plan ---------------------------------------------------------------------------------
     def planning(self) -> Planning:
-        return Planning(self.config, self.store, self.offerings, self.holds())
+        return Planning(self.config, self.store, self.offerings, self.holds(), self.plans.plan)
 
     def current_plan(
         self, observation: Observation | None = None, leave_out: frozenset[str] = frozenset()

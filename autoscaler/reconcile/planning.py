@@ -10,7 +10,7 @@ first against node totals.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from autoscaler.boot_failures import Streak
@@ -31,12 +31,15 @@ GONE = frozenset({STOPPED, TERMINATING})
 
 @dataclass
 class Planning:
-    """Plans for one cluster: its config, recorded demand, blocks and holds."""
+    """Plans for one cluster: its config, recorded demand, blocks and holds; ``planner``
+    makes each plan (a :class:`~autoscaler.planner.memo.PlanMemo`'s hands back those it made
+    before)."""
 
     config: ClusterConfig
     store: StateStore
     offerings: UnavailableOfferings
     holds: Mapping[str, Streak]
+    planner: Callable[[PlanRequest], Plan] = plan_canonical
 
     @property
     def types(self) -> dict[str, NodeType]:
@@ -51,16 +54,16 @@ class Planning:
         request = self.request(observation, types, leave_out)
         constraints = observation.ray.constraints if observation.ray else Demand()
         if not constraints.bundles and not constraints.placement_groups:
-            return plan_canonical(request)
+            return self.planner(request)
         totals = self.request(observation, types, leave_out, totals=True)
-        held = plan_canonical(replace(totals, demand=constraints))
+        held = self.planner(replace(totals, demand=constraints))
         extra = [
             node
             for launch in held.launches
             for unit in range(launch.count)
             for node in full(types[launch.node_type], f"held:{launch.node_type}:{unit}")
         ]
-        main = plan_canonical(replace(request, existing=(*request.existing, *extra)))
+        main = self.planner(replace(request, existing=(*request.existing, *extra)))
         return replace(
             main,
             launches=held.launches + main.launches,

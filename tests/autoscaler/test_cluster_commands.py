@@ -205,5 +205,8 @@ def test_metrics_endpoint_serves_every_metric(open_cluster, cloud):
         'offering="v4-8/us-central2-b/on-demand",reason="quota"}',
         "autoscaler_tick_seconds_bucket",
         "autoscaler_plan_cost_per_hour",
+        f'autoscaler_plans_total{{outcome="made"}} {float(result.plans_made)}',
+        f'autoscaler_plans_total{{outcome="reused"}} {float(result.plans_reused)}',
     ):
         assert name in text
+    assert result.plans_made >= 1

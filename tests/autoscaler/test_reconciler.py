@@ -112,6 +112,23 @@ def test_demand_launches_once_and_a_booting_node_counts_as_pending(make, clock):
     assert kinds.count("launched") == 1
 
 
+def test_a_backlog_that_max_workers_keeps_waiting_is_not_planned_again_each_round(make, clock):
+    reconciler = make(tpu_v4_8={"max_workers": 1}, tpu_v5e_8={"max_workers": 0})
+    demand(reconciler, [{"TPU": 4}] * 3, clock)
+    assert reconciler.tick().launched == {"tpu_v4_8": 1}
+    waiting = reconciler.tick()  # the node boots: its capacity is pending
+    assert waiting.plans_made == 1
+    for _ in range(3):
+        clock.advance(10)
+        again = reconciler.tick()  # nothing changed: the plan is handed back
+        assert (again.plans_made, again.plans_reused) == (0, 1)
+        assert again.plan == waiting.plan and again.launched == {}
+    assert sum(i.count for i in again.plan.infeasible) == 2
+    demand(reconciler, [{"TPU": 4}] * 4, clock)
+    more = reconciler.tick()
+    assert more.plans_made == 1 and sum(i.count for i in more.plan.infeasible) == 3
+
+
 def test_crash_after_create_before_record_never_duplicates(make, clock):
     reconciler = make()
     demand(reconciler, [{"TPU": 4}], clock)
@@ -177,7 +194,11 @@ def test_idle_node_is_kept_when_pending_demand_would_relaunch_it(make, clock):
     (node,) = reconciler.provider.nodes()
     report(reconciler, node.id, idle_since=clock())
     clock.advance(10 * 60)
-    assert reconciler.tick().terminated == []
+    kept = reconciler.tick()
+    assert kept.terminated == []
+    # Without the idle node, the request is the first round's; the round's own plan is
+    # disruption's with every node: one plan made, two handed back.
+    assert (kept.plans_made, kept.plans_reused) == (1, 2)
 
 
 def test_a_node_that_never_reports_is_replaced(make, clock):

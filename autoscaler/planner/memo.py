@@ -1,0 +1,59 @@
+"""Plans remembered by their exact input, for a planner that is asked again.
+
+The planner is deterministic: the same request gets the same plan on any machine, under any
+load (its work limits are counts, not time). A monitor asks again for requests it planned
+before: the same observation twice in one round (disruption's plan with every node, then
+the round's own), and round after round where nothing changed, such as a backlog that
+``max_workers`` keeps waiting, whose plans are the slowest to make. :class:`PlanMemo` hands
+back the plan it made for such a request instead of making it again.
+
+A request is matched on its pickled bytes: equal bytes unpickle to equal requests, so a
+plan handed back is the plan planning would make. A request equal to one remembered but
+built in another order (its dicts, its tuples) is planned again, never mistaken. The one
+exception to determinism is the solver's last-resort time guard
+(:data:`~autoscaler.planner.solver.GUARD_TIME_S` per solve, never reached on sane inputs):
+a plan it cut short is handed back like any other until the request changes.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections import OrderedDict
+from collections.abc import Callable
+
+from autoscaler.planner.aliases import plan_canonical
+from autoscaler.planner.model import Plan, PlanRequest
+
+MEMO_SIZE = 8
+"""Requests remembered (the least recently asked for are forgotten first). A round asks for
+at most a few: with and without its idle nodes, Ray's ``request_resources`` first."""
+
+
+class PlanMemo:
+    """``planner``'s plans for the last :data:`MEMO_SIZE` requests asked for."""
+
+    def __init__(
+        self, planner: Callable[[PlanRequest], Plan] = plan_canonical, size: int = MEMO_SIZE
+    ) -> None:
+        self.planner = planner
+        self.size = size
+        self.plans: OrderedDict[bytes, Plan] = OrderedDict()
+        self.made = 0
+        """Plans made (requests not remembered)."""
+        self.reused = 0
+        """Plans handed back without planning."""
+
+    def plan(self, request: PlanRequest) -> Plan:
+        """The plan for ``request``: the one made before for it, else a new one."""
+        key = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)
+        known = self.plans.get(key)
+        if known is not None:
+            self.plans.move_to_end(key)
+            self.reused += 1
+            return known
+        made = self.planner(request)
+        self.made += 1
+        self.plans[key] = made
+        if len(self.plans) > self.size:
+            self.plans.popitem(last=False)
+        return made
