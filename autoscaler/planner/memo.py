@@ -1,4 +1,4 @@
-"""Plans remembered by their exact input, for a planner that is asked again.
+"""Plans remembered by their input, for a planner that is asked again.
 
 The planner is deterministic: the same request gets the same plan on any machine, under any
 load (its work limits are counts, not time). A monitor asks again for requests it planned
@@ -7,19 +7,19 @@ the round's own), and round after round where nothing changed, such as a backlog
 ``max_workers`` keeps waiting, whose plans are the slowest to make. :class:`PlanMemo` hands
 back the plan it made for such a request instead of making it again.
 
-A request is matched on its pickled bytes: equal bytes unpickle to equal requests, so a
-plan handed back is the plan planning would make. A request equal to one remembered but
-built in another order (its dicts, its tuples) is planned again, never mistaken. The one
-exception to determinism is the solver's last-resort time guard
+A request is matched by equality, as Python compares the records (a mapping's order does
+not count: Ray may list a node's resources in another order each round), through a hashable
+copy of it. The plan handed back is the one made for an equal request. The one exception to
+determinism is the solver's last-resort time guard
 (:data:`~autoscaler.planner.solver.GUARD_TIME_S` per solve, never reached on sane inputs):
 a plan it cut short is handed back like any other until the request changes.
 """
 
 from __future__ import annotations
 
-import pickle
+import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 
 from autoscaler.planner.aliases import plan_canonical
 from autoscaler.planner.model import Plan, PlanRequest
@@ -37,7 +37,7 @@ class PlanMemo:
     ) -> None:
         self.planner = planner
         self.size = size
-        self.plans: OrderedDict[bytes, Plan] = OrderedDict()
+        self.plans: OrderedDict[Hashable, Plan] = OrderedDict()
         self.made = 0
         """Plans made (requests not remembered)."""
         self.reused = 0
@@ -45,7 +45,7 @@ class PlanMemo:
 
     def plan(self, request: PlanRequest) -> Plan:
         """The plan for ``request``: the one made before for it, else a new one."""
-        key = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)
+        key = _frozen(request)
         known = self.plans.get(key)
         if known is not None:
             self.plans.move_to_end(key)
@@ -57,3 +57,21 @@ class PlanMemo:
         if len(self.plans) > self.size:
             self.plans.popitem(last=False)
         return made
+
+
+def _frozen(value: object) -> Hashable:
+    """A hashable copy of ``value`` (records, mappings, sequences) that equals another's
+    exactly where the values are equal."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        return type(value), tuple(_frozen(getattr(value, f.name)) for f in fields if f.compare)
+    if isinstance(value, Mapping):
+        try:
+            return frozenset(value.items())  # values hashable already (numbers, tuples)
+        except TypeError:
+            return frozenset((key, _frozen(item)) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return tuple(_frozen(item) for item in value)
+    if isinstance(value, set | frozenset):
+        return frozenset(_frozen(item) for item in value)
+    return value

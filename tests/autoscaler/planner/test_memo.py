@@ -55,6 +55,16 @@ def test_the_same_request_again_is_handed_the_plan_made_for_it():
     assert planner.runs == 1 and (memo.made, memo.reused) == (1, 1)
 
 
+def test_mappings_listed_in_another_order_are_the_same_request():
+    planner = Counting()
+    memo = PlanMemo(planner)
+    first = memo.plan(request())
+    reordered = replace(
+        request(), existing=(ExistingNode("t4", {"GPU": 1.0, "CPU": 4.0}, node_id="i-1"),)
+    )  # Ray may list a node's resources in any order from one round to the next
+    assert memo.plan(reordered) is first and planner.runs == 1
+
+
 def test_any_change_to_the_request_is_planned_anew():
     planner = Counting()
     memo = PlanMemo(planner)
