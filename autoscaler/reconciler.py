@@ -82,8 +82,9 @@ class TickResult:
     waiting_for: str | None = None
     """Why nothing was launched this round, when it is the cluster itself (no head)."""
     plans_made: int = 0
+    """Plans this round made, and (``plans_reused``) handed back from earlier rounds or
+    from itself (:mod:`~autoscaler.planner.memo`)."""
     plans_reused: int = 0
-    """Plans this round handed back from earlier ones (:mod:`~autoscaler.planner.memo`)."""
 
 
 class Reconciler:
