@@ -68,10 +68,12 @@ def zones_from_api(name: str | None = None, table: str = "machine_types") -> boo
     return bool(snapshot.get(table, {}).get(name, {}).get("zones"))
 
 
+@cache
 def zone_fact_regions(table: str = "machine_types") -> frozenset[str] | None:
     """Regions the snapshot's ``table`` speaks for (any entry has zones there); None without
     a snapshot. Elsewhere (a region the recording's project could not see, such as the
-    restricted Cloud TPU region us-central2 for Compute Engine) zones are unknown."""
+    restricted Cloud TPU region us-central2 for Compute Engine) zones are unknown. Cached
+    as the snapshot is (asked once per node type, it read every entry each time)."""
     entries = _snapshot().get(table)
     if not entries:
         return None

@@ -46,7 +46,7 @@ def server():
 def catalog_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOSCALE_CATALOG_DIR", str(tmp_path))
     yield tmp_path
-    for cached in (gcp._refreshed, gcp._all_types, load_catalog):
+    for cached in (gcp._refreshed, gcp._all_types, gcp.zone_fact_regions, load_catalog):
         cached.cache_clear()
 
 
@@ -73,7 +73,7 @@ def test_refresh_builds_zone_tables_from_the_apis(server, catalog_dir):
 
 def test_the_catalog_takes_its_zones_from_the_refreshed_snapshot(server, catalog_dir):
     assert refresh(server.url).exit_code == 0
-    for cached in (gcp._refreshed, gcp._all_types, load_catalog):
+    for cached in (gcp._refreshed, gcp._all_types, gcp.zone_fact_regions, load_catalog):
         cached.cache_clear()
 
     entry = load_catalog().get("g2-standard-8", "gcp")

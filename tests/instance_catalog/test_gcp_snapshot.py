@@ -106,10 +106,10 @@ def bundled(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOSCALE_CATALOG_DIR", str(tmp_path))
     from instance_catalog.catalog import load_catalog
 
-    for cached in (gcp._refreshed, gcp._all_types, load_catalog):
+    for cached in (gcp._refreshed, gcp._all_types, gcp.zone_fact_regions, load_catalog):
         cached.cache_clear()
     yield gcp._snapshot()
-    for cached in (gcp._refreshed, gcp._all_types, load_catalog):
+    for cached in (gcp._refreshed, gcp._all_types, gcp.zone_fact_regions, load_catalog):
         cached.cache_clear()
 
 
