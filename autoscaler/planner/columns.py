@@ -18,7 +18,7 @@ import numpy as np
 from autoscaler.planner.bound import DualBound, UnitValues
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.items import Item
-from autoscaler.planner.knapsack import best_unit
+from autoscaler.planner.knapsack import Unit, best_unit
 from autoscaler.planner.master import Master
 from autoscaler.planner.packing import (
     Kind,
@@ -30,6 +30,7 @@ from autoscaler.planner.packing import (
     replay,
     unit_vectors,
 )
+from autoscaler.planner.solver import side_by_side
 
 MAX_ROUNDS = 60
 """Column-generation rounds at most (deterministic)."""
@@ -79,18 +80,23 @@ def exact_rounds(
         item_duals, kind_duals, _ = master.solve_lp()
         value = sum(item_duals[i] * caps[i] for i in caps if i in item_duals)
         dual_vector, cap_vector = _vectors(kinds, item_duals, caps)
+        fractional: dict[int, float] = {}
+        for kind in kinds:
+            # A unit worth no more than it costs neither prices out nor adds to the bound.
+            bound = _value_bound(kind, dual_vector, cap_vector)
+            worth_pricing = master.unit_cost(kind) - kind_duals[kind.index]
+            if bound <= (min(kind.cost, worth_pricing) if cost_phase else worth_pricing):
+                fractional[kind.index] = bound
+        priced = [kind for kind in kinds if kind.index not in fractional]
+        units = _best_units(priced, item_duals, caps, work)
+        unit_of = {kind.index: unit for kind, unit in zip(priced, units, strict=True)}
         unit_values = []
         added = 0
         for kind in kinds:
-            # A unit worth no more than it costs neither prices out nor adds to the bound.
-            fractional = _value_bound(kind, dual_vector, cap_vector)
-            worth_pricing = master.unit_cost(kind) - kind_duals[kind.index]
-            if fractional <= (min(kind.cost, worth_pricing) if cost_phase else worth_pricing):
-                unit_values.append((kind.index, fractional))
+            if kind.index in fractional:
+                unit_values.append((kind.index, fractional[kind.index]))
                 continue
-            unit = best_unit(
-                kind.hosts, kind.items, item_duals, caps, kind.needs_anchor, fit, work=work
-            )
+            unit = unit_of[kind.index]
             unit_values.append((kind.index, unit.value_bound))
             if unit.contents is None:
                 continue
@@ -106,6 +112,23 @@ def exact_rounds(
             break
         column_generation(master, kinds, caps, MAX_ROUNDS)
     return found
+
+
+def _best_units(
+    kinds: Sequence[Kind],
+    item_duals: Mapping[int, float],
+    caps: Mapping[int, int],
+    work: Budget | None,
+) -> list[Unit]:
+    """Each kind's most valuable unit at ``item_duals``: two knapsacks at once, as they are
+    independent, unless they share ``work`` (whose spending order decides where each stops)."""
+
+    def solved(kind: Kind) -> Unit:
+        return best_unit(
+            kind.hosts, kind.items, item_duals, caps, kind.needs_anchor, fit, work=work
+        )
+
+    return side_by_side(solved, kinds) if work is None else [solved(kind) for kind in kinds]
 
 
 def lagrangian(
