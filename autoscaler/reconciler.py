@@ -108,7 +108,7 @@ class Reconciler:
         self.launches_per_tick = launches_per_tick
         self.offerings = UnavailableOfferings(clock, store.offerings(), store.save_offering)
         self.types = {t.name: t for t in config.node_types()}
-        self.plans = PlanMemo()
+        self.memo = PlanMemo()
         self.event = EventLog(store, clock)
         self.boot = BootHolds(config, store, clock, self.event)
         context = Context(config, provider, store, clock, ray, report)
@@ -125,7 +125,7 @@ class Reconciler:
 
     def _round(self) -> TickResult:
         started = time.perf_counter()
-        made, reused = self.plans.made, self.plans.reused
+        made, reused = self.memo.made, self.memo.reused
         observation = self.sync()
         result = TickResult(plan=Plan((), (), 0.0, 0.0), nodes=list(observation.views))
         observation = self._retire(observation, result)
@@ -139,8 +139,8 @@ class Reconciler:
             observation = self.sync()
             result.nodes = list(observation.views)
         self._report_to_ray(observation, result)
-        result.plans_made = self.plans.made - made
-        result.plans_reused = self.plans.reused - reused
+        result.plans_made = self.memo.made - made
+        result.plans_reused = self.memo.reused - reused
         result.seconds = time.perf_counter() - started
         return result
 
@@ -289,7 +289,7 @@ class Reconciler:
 
     # Plan ---------------------------------------------------------------------------------
     def planning(self) -> Planning:
-        return Planning(self.config, self.store, self.offerings, self.holds(), self.plans.plan)
+        return Planning(self.config, self.store, self.offerings, self.holds(), self.memo.plan)
 
     def current_plan(
         self, observation: Observation | None = None, leave_out: frozenset[str] = frozenset()

@@ -175,7 +175,8 @@ PLACED_POOLED_MIP_WORK = 30_000
 chooses among every pattern seen up to this many, with this much more MIP work (not
 :data:`REPAIR_MIP_WORK`): by then the limit-bound plan has spent its MIP budget several
 times over, and with less, HiGHS stopped at the plan it started from. The plan made before
-places every copy, so the MIP only takes a cheaper plan that places them all (a GCP
+places every copy and stays a candidate, so only a cheaper plan that places them all is
+taken (a GCP
 cluster at its ``max_workers`` of 24: 9.3% above its bound before, 5.2% after; the
 patterns near the LP's support alone did not hold that plan)."""
 DIVE_STEPS = 80
