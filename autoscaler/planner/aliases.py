@@ -44,11 +44,9 @@ def canonical_demand(
         for name in (*t.resources, *t.head_resources)
         if name.startswith(TOKEN_PREFIX)
     }
-    shapes = [b.resources for b in demand.bundles]
-    shapes += [b for g in demand.placement_groups for b in g.bundles]
     renames: dict[str, str] = {}
     unplanned: list[str] = []
-    for name in {n for shape in shapes for n in shape if n.startswith(TOKEN_PREFIX)}:
+    for name in {n for n in demand.resource_names() if n.startswith(TOKEN_PREFIX)}:
         if name in advertised:
             continue
         try:

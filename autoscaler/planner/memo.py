@@ -9,7 +9,11 @@ back the plan it made for such a request instead of making it again.
 
 A request is matched by equality, as Python compares the records (a mapping's order does
 not count: Ray may list a node's resources in another order each round), through a hashable
-copy of it. The plan handed back is the one made for an equal request. The one exception to
+copy of it, in what the planner plans: of existing nodes' free capacity, only the resources
+some bundle asks for (:func:`~autoscaler.planner.model.capacity_of`; by the name written or
+its canonical one). In a Ray cluster a node's free ``object_store_memory`` changes with every
+object stored, round after round, and no plan depends on it unless a bundle asks for it.
+The plan handed back is the one made for a request equal in all of that. The one exception to
 determinism is the solver's last-resort time guard
 (:data:`~autoscaler.planner.solver.GUARD_TIME_S` per solve, never reached on sane inputs):
 a plan it cut short is handed back like any other until the request changes.
@@ -21,8 +25,8 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 
-from autoscaler.planner.aliases import plan_canonical
-from autoscaler.planner.model import Plan, PlanRequest
+from autoscaler.planner.aliases import canonical_demand, plan_canonical
+from autoscaler.planner.model import Plan, PlanRequest, capacity_of
 
 MEMO_SIZE = 8
 """Requests remembered (the least recently asked for are forgotten first). A round asks for
@@ -45,7 +49,7 @@ class PlanMemo:
 
     def plan(self, request: PlanRequest) -> Plan:
         """The plan for ``request``: the one made before for it, else a new one."""
-        key = _frozen(request)
+        key = _key(request)
         known = self.plans.get(key)
         if known is not None:
             self.plans.move_to_end(key)
@@ -57,6 +61,14 @@ class PlanMemo:
         if len(self.plans) > self.size:
             self.plans.popitem(last=False)
         return made
+
+
+def _key(request: PlanRequest) -> Hashable:
+    """What the plan of ``request`` depends on: all of it, but of existing nodes' capacity
+    only the resources the demand asks for, as written or renamed to canonical names."""
+    canonical, _ = canonical_demand(request.demand, request.node_types)
+    asked = request.demand.resource_names() | canonical.resource_names()
+    return _frozen(dataclasses.replace(request, existing=capacity_of(request.existing, asked)))
 
 
 def _frozen(value: object) -> Hashable:

@@ -8,8 +8,8 @@ Demand is *shapes with counts* (one record for 5,000 identical bundles). Resourc
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 Resources = Mapping[str, float]
@@ -107,6 +107,32 @@ class PlacementGroupDemand:
 class Demand:
     bundles: tuple[BundleDemand, ...] = ()
     placement_groups: tuple[PlacementGroupDemand, ...] = ()
+
+    def resource_names(self) -> set[str]:
+        """Every resource some bundle asks a positive quantity of."""
+        shapes = [b.resources for b in self.bundles]
+        shapes += [b for g in self.placement_groups for b in g.bundles]
+        return {name for shape in shapes for name, quantity in shape.items() if quantity}
+
+
+def capacity_of(
+    existing: Iterable[ExistingNode], names: Collection[str]
+) -> tuple[ExistingNode, ...]:
+    """``existing`` with only the free capacity of the resources ``names`` (devices too).
+
+    Room of a resource no bundle asks for decides nothing about where a bundle fits, yet it
+    may change every round without any meaning for the plan: Ray's free
+    ``object_store_memory`` moves with every object stored. The planner plans only this
+    capacity, so requests that differ elsewhere get the same plan (and a monitor's memo
+    hands it back)."""
+    return tuple(
+        replace(
+            node,
+            free={n: q for n, q in node.free.items() if n in names},
+            device_free={n: s for n, s in node.device_free.items() if n in names},
+        )
+        for node in existing
+    )
 
 
 @dataclass(frozen=True)

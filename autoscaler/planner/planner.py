@@ -62,6 +62,7 @@ from autoscaler.planner.model import (
     NodeType,
     Plan,
     PlanRequest,
+    capacity_of,
 )
 from autoscaler.planner.packing import Kind, Pattern, replay
 from autoscaler.planner.rounding import NODE_TOLERANCE, MadeBefore, PlacedLP, Result, generate
@@ -91,7 +92,8 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         items, request.demand, list(types.values())
     )
 
-    existing_units = _existing_units(request.existing)
+    existing = capacity_of(request.existing, request.demand.resource_names())
+    existing_units = _existing_units(existing)
     min_launches = {
         name: max(0, t.min_workers - existing_units.get(name, 0)) if t.available else 0
         for name, t in types.items()
@@ -108,9 +110,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         if request.limits.max_workers is None
         else max(0, request.limits.max_workers - worker_units)
     )
-    beyond = _gangs_beyond_limits(
-        items, types, request.existing, min_launches, unit_room, global_room
-    )
+    beyond = _gangs_beyond_limits(items, types, existing, min_launches, unit_room, global_room)
     for _, members in sorted(beyond.items()):
         infeasible.append(_limited(members, members[0].gang_copies, types))
     items = [item for item in items if item.spread_group not in beyond]
@@ -119,7 +119,7 @@ def plan(request: PlanRequest, witness: bool = False, work_limit: int = WORK_LIM
         if not t.available:
             why = t.unavailable_reason or "no capacity in any of its offerings now"
             notes.append(f"{name}: {why}; not launched")
-    kinds = _kinds(types, items, request.existing, min_launches, unit_room, prices)
+    kinds = _kinds(types, items, existing, min_launches, unit_room, prices)
     demand = {item.index: item.count for item in items}
 
     budget = Budget(work_limit)

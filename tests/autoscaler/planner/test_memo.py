@@ -65,6 +65,53 @@ def test_mappings_listed_in_another_order_are_the_same_request():
     assert memo.plan(reordered) is first and planner.runs == 1
 
 
+def test_free_room_of_a_resource_no_bundle_asks_for_is_not_a_change():
+    planner = Counting()
+    memo = PlanMemo(planner)
+    first = memo.plan(request())
+    for stored in (2.5e9, 2.4e9):  # Ray's free object store, as objects come and go
+        node = ExistingNode("t4", {"CPU": 4.0, "GPU": 1.0, "object_store_memory": stored})
+        moved = replace(request(), existing=(replace(node, node_id="i-1"),))
+        assert memo.plan(moved) is first
+    assert planner.runs == 1 and memo.reused == 2
+
+
+def test_free_room_of_a_resource_a_bundle_asks_for_is_planned_anew():
+    planner = Counting()
+    memo = PlanMemo(planner)
+    t4 = replace(T4, resources={**T4.resources, "object_store_memory": 4e9})
+    bundle = BundleDemand({"CPU": 1, "object_store_memory": 1e9})
+    plans = [
+        memo.plan(
+            PlanRequest(
+                node_types=(t4,),
+                demand=Demand(bundles=(bundle,)),
+                existing=(ExistingNode("t4", {"CPU": 4.0, "object_store_memory": room}),),
+            )
+        )
+        for room in (2e9, 0.5e9)
+    ]
+    assert planner.runs == 2
+    assert plans[0].launch_counts() == {} and plans[1].launch_counts() == {"t4": 1}
+
+
+def test_an_alias_asks_for_its_canonical_resource_too():
+    planner = Counting()
+    memo = PlanMemo(planner)
+    metax = NodeType("metax", {"CPU": 32, "GPU": 8, "accelerator_type:MetaX-C500": 1}, 9.0)
+    asked = Demand(bundles=(BundleDemand({"GPU": 1, "accelerator_type:MXC500": 0.001}),))
+
+    def existing(token: float) -> PlanRequest:
+        node = ExistingNode(
+            "metax", {"CPU": 32.0, "GPU": 8.0, "accelerator_type:MetaX-C500": token}
+        )
+        return PlanRequest((metax,), asked, (node,))
+
+    with_token, without = memo.plan(existing(1.0)), memo.plan(existing(0.0))
+    assert planner.runs == 2  # MXC500 is planned as the MetaX-C500 token the node has
+    assert with_token.launch_counts() == {} and without.launch_counts() == {"metax": 1}
+
+
 def test_any_change_to_the_request_is_planned_anew():
     planner = Counting()
     memo = PlanMemo(planner)

@@ -4,6 +4,8 @@ totals, used or not, before the pending work is planned."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from autoscaler.cluster import open_cluster
@@ -53,3 +55,16 @@ def test_a_constraint_counts_node_totals_even_when_they_are_busy(reconciler):
 def test_pending_work_uses_what_a_constraint_launches(reconciler):
     assert _plan(reconciler, demand=[1], constraints=[2]) == {"tpu_v4_8": 1}
     assert _plan(reconciler, demand=[2], constraints=[2]) == {"tpu_v4_8": 2}
+
+
+def test_objects_stored_between_rounds_do_not_plan_again(reconciler):
+    # Ray's free object store moves with every object put or freed; no bundle asks for it.
+    idle = RayNode("cd" * 28, "", "", TPU, TPU, "IDLE", 30.0)
+    for stored in (7.5e9, 7.4e9, 7.45e9):
+        busy = replace(
+            BUSY,
+            total={**BUSY.total, "object_store_memory": 8e9},
+            available={**BUSY.available, "object_store_memory": stored},
+        )
+        assert _plan(reconciler, demand=[2], nodes=[busy, idle]) == {"tpu_v4_8": 1}
+    assert (reconciler.memo.made, reconciler.memo.reused) == (1, 2)
