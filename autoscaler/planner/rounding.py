@@ -13,8 +13,8 @@ rarely offer), and a MIP over that LP's support and those seeds; a plan still fa
 miss the planner's target (:data:`REPAIR_WORK`). Small plans (:data:`EXACT_UNITS`) whose
 first integer plan is not that close yet: every kind is also priced exactly, which gives
 Lagrangian cost bounds, the plan is rounded again and a dive makes another; so is a plan that
-still misses the planner's target above its proven bounds after all that
-(:data:`EXACT_REPAIR_UNITS`); one still missing it gets a MIP over every pattern seen, no
+still misses the planner's target above its proven bounds after all that, of any size
+(:data:`EXACT_REPAIR_ROUNDS`); one still missing it gets a MIP over every pattern seen, no
 unit fixed (:func:`_pooled`). The best one after :mod:`~autoscaler.planner.improve` is kept.
 Last, for small plans (:data:`FEWEST_UNITS_MAX`), among the plans that place as much and cost
 at most :data:`NODE_TOLERANCE` more (never past the target above a bound rounding proved), one with
@@ -108,13 +108,12 @@ of each pattern the LP takes whole (where those units leave an expensive fractio
 residual MIP may choose a cheaper mix); keeping them but giving the residual MIP every
 pattern whose reduced cost is within :data:`NEAR_REDUCED_COST` of the average unit cost;
 both. The cheapest plan is kept, and the bound goes with it to the plan's own."""
-EXACT_REPAIR_UNITS = 100
 EXACT_REPAIR_ROUNDS = 10
-"""A plan of at most :data:`EXACT_REPAIR_UNITS` new units in the LP that is still more than
-the planner's target (:data:`~autoscaler.planner.bound.TARGET`) above its bound after rounding
-again (the bound LP, the Lagrangian bound at the greedy pricing's duals, then whole units, as
-the plan's own bound is computed, each only where the last does not show the plan within the
-target) is priced exactly too (at most :data:`EXACT_REPAIR_ROUNDS` rounds; the fewer-nodes
+"""A plan (of any size) that is still more than the planner's target
+(:data:`~autoscaler.planner.bound.TARGET`) above its bound after rounding again (the bound
+LP, the Lagrangian bound at the greedy pricing's duals, then whole units, as the plan's own
+bound is computed, each only where the last does not show the plan within the target) is
+priced exactly too (at most :data:`EXACT_REPAIR_ROUNDS` rounds; the fewer-nodes
 phase greedily), then rounded and dived again, and while it still misses the target, rounded
 again the other ways over the new patterns (as past the budget, :data:`REPAIR_WORK`). Greedy
 pricing can miss the patterns of the cheapest mix, leaving the LP itself several percent too
@@ -124,7 +123,10 @@ share of its dominant resource, where a mix fills both CPU and memory. On flexib
 bounds before, at most 2.6% after, for 0.1-0.5 s more each. Three rounds left flexible seed
 51's LP still dear and its Lagrangian bound weak (3.4% above it); ten reach both (1.1%):
 over the 300 200-bundle problems of seeds 10-69 that changed 3 other plans (one 1% cheaper,
-two 0.5% and 1.4% dearer, all within 2.2% of their bounds), in the same time."""
+two 0.5% and 1.4% dearer, all within 2.2% of their bounds), in the same time. Plans of more
+than 100 new units were left out once; on 2,000-bundle problems outside the benchmark's
+(seeds 10-29 over 25-60 types), greedy pricing left three 3.0-3.4% above their bounds
+(the LP 2.2% too dear on one), 0.3-1.4% after, for 0.1-0.4 s more each."""
 LEFT_OUT_REPAIR_ROUNDS = 3
 """...but at most this many where the LP leaves copies out (limits bind): its duals carry
 those copies' penalties, and each round's knapsacks are slow (with ten, limit-bound
@@ -384,7 +386,7 @@ def generate(
             ways.pop(0)
             keep(ahead.result())
         round_again_past_budget(ways, misses_target)  # where the plan may miss the target
-    if not exact and lp_units <= EXACT_REPAIR_UNITS and not budget.exhausted:
+    if not exact and not budget.exhausted:
         proven = proven_bound()
         if misses_proven():  # greedy pricing may have missed the patterns of the cheapest mix
             repair_rounds = LEFT_OUT_REPAIR_ROUNDS if master.leaves_out() else EXACT_REPAIR_ROUNDS
