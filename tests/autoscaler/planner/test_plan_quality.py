@@ -610,6 +610,14 @@ def test_a_large_plan_past_the_target_is_priced_exactly_too(kind, seed, types):
     assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
 
 
+def test_repairing_a_large_plan_leaves_its_work_budget_for_rounding():
+    """A gang-heavy 2,000-bundle backlog over 20 node types whose plan of 410 units repair
+    cannot bring within the target: a dive there fixed one unit per step, spent the whole
+    work budget, and what it left was packed greedily. Large plans are repaired without a
+    dive, their knapsacks' work limited."""
+    assert not plan(generated(2000, "gangs", 35, 20)).budget_reached
+
+
 def test_a_plan_every_way_of_rounding_leaves_far_from_its_bound_gets_a_mip_with_no_unit_fixed():
     """A GCP backlog of 200 bundles (a seed outside the benchmark's) where every way of
     rounding keeps whole units that are the wrong ones: 4.2-5.6% above its bound after all
