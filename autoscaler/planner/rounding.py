@@ -361,9 +361,10 @@ def generate(
         master.set_surcharge(surcharge)
         large = lp_units > LARGE_REPAIR_UNITS
         work = Budget(mip_limit=LARGE_REPAIR_WORK) if large else None
-        dual_bounds.extend(
-            exact_rounds(master, kinds, caps, by_index, True, max_rounds=max_rounds, work=work)
+        found = exact_rounds(
+            master, kinds, caps, by_index, cost_phase=True, max_rounds=max_rounds, work=work
         )
+        dual_bounds.extend(found)
         lp_cost, lp_units = master.lp_cost_and_units()
         rounds += _node_pricing(master, kinds, caps, budget, by_index if exact_nodes else None)
         pool.update(dict.fromkeys(master.patterns))
