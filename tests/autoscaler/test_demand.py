@@ -1,7 +1,6 @@
 """Demand JSON: shapes with counts, validated per accelerator family, errors with JSON paths."""
 
 import json
-import time
 
 import pytest
 
@@ -185,11 +184,10 @@ def test_combine_merges_across_demands():
     assert merged.bundles == (BundleDemand({"GPU": 1.0}, 2), BundleDemand({"CPU": 1.0}, 1))
 
 
-def test_100k_bundles_parse_fast():
+def test_100k_bundles_are_counted_by_shape():
+    # (How fast: benchmarks/planner.py times the whole plan process at 100,000 bundles.)
     text = json.dumps({"bundles": [{"CPU": 1, "GPU": i % 4 + 1} for i in range(100_000)]})
-    start = time.perf_counter()
     demand = load_demand(text)
-    assert time.perf_counter() - start < 2.0
     assert sum(b.count for b in demand.bundles) == 100_000
     assert len(demand.bundles) == 4
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from importlib import resources
 
 import pytest
@@ -212,11 +211,8 @@ def test_known_regions_are_those_of_every_catalogued_type(types):
     assert {"us-central1", "us-central2", "europe-west4"} <= known_regions()
 
 
-def test_names_are_unique_and_load_is_fast():
-    start = time.perf_counter()
-    entries = gcp_instance_types()
-    assert time.perf_counter() - start < 1.0
-    names = [e.name for e in entries]
+def test_names_are_unique():
+    names = [e.name for e in gcp_instance_types()]
     assert len(names) == len(set(names))
 
 
