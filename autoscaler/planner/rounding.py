@@ -126,7 +126,7 @@ over the 300 200-bundle problems of seeds 10-69 that changed 3 other plans (one 
 two 0.5% and 1.4% dearer, all within 2.2% of their bounds), in the same time. Plans of more
 than 100 new units were left out once; on 2,000-bundle problems outside the benchmark's
 (seeds 10-39 over 20-60 types), greedy pricing left three 3.0-3.4% above their bounds
-(the LP 2.2% too dear on one): 1.0-1.35% now, for 0.6-1.1 s more each (see
+(the LP 2.2% too dear on one): 1.0-1.35% now, for 0.6-1.5 s more each (see
 :data:`LARGE_REPAIR_WORK`). No plan of the benchmark's 100 changed."""
 LEFT_OUT_REPAIR_ROUNDS = 3
 """...but at most this many where the LP leaves copies out (limits bind): its duals carry
