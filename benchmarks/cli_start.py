@@ -8,9 +8,11 @@ case through ``python -m autoscaler``), run ``--runs`` times after a warm-up run
 the run with the least overhead, i.e. wall seconds less the planning seconds the command
 reports, with its wall and planning seconds, and the least CPU seconds (user + system) of
 any run, which a loaded machine disturbs less. Every case runs with the project's bytecode
-cached (a private ``PYTHONPYCACHEPREFIX`` filled by the warm-up, as a regular ``pip
-install`` compiles it) and with ``PYTHONDONTWRITEBYTECODE=1`` (an editable install's own
-sources compiled on every run; installed dependencies keep the bytecode pip wrote).
+cached (a private ``PYTHONPYCACHEPREFIX`` filled by the warm-up: what a regular ``pip
+install``, or the README's set-up with its ``compileall``, gives) and from source (a copy of
+the project's packages without bytecode, ``PYTHONDONTWRITEBYTECODE=1``: an editable install
+never byte-compiled, its own modules compiled on every run; installed dependencies keep the
+bytecode pip wrote).
 
 ``--compare DIR`` also runs the packages of another checkout (e.g. ``git worktree add
 /tmp/base main``), alternating run by run with this one, so both see the same load.
@@ -22,6 +24,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,13 +57,13 @@ def main() -> None:
         )
         for cached in (True, False):
             envs = {
-                name: _environment(Path(folder) / f"pycache_{name}", cached, tree)
+                name: _environment(Path(folder) / name, cached, tree)
                 for name, tree in trees.items()
             }
             for label, argv in cases:
                 for name, (overhead, wall, planning, cpu) in _measure(argv, envs, args.runs):
                     print(
-                        f"{label:<30} {name:<5} {'cached' if cached else 'none':<8} "
+                        f"{label:<30} {name:<5} {'cached' if cached else 'source':<8} "
                         f"{wall:>6.3f} {planning:>6.3f} {overhead:>10.3f} {cpu:>6.3f}"
                     )
 
@@ -94,14 +97,27 @@ def _write(path: Path, text: str) -> str:
     return str(path)
 
 
-def _environment(pycache: Path, cached: bool, tree: Path | None) -> dict[str, str]:
+PACKAGES = ("accel", "autoscaler", "instance_catalog", "providers")
+
+
+def _environment(folder: Path, cached: bool, tree: Path | None) -> dict[str, str]:
+    """The environment of the runs of ``tree`` (None: this checkout) with its bytecode
+    cached under ``folder``, or from a copy of its packages in ``folder`` that has none."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("PYTHONPYCACHEPREFIX", None)
     if cached:
-        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+        env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
     else:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        source = folder / "source"
+        for package in PACKAGES:
+            shutil.copytree(
+                (tree or HERE.parent) / package,
+                source / package,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
+        tree = source
     if tree is not None:  # ahead of this checkout's editable install (runs start in /)
         env["PYTHONPATH"] = str(tree)
     return env
