@@ -39,6 +39,8 @@ sys.path.insert(0, str(HERE))
 from planner_problems import mixed_problem  # noqa: E402
 
 EXAMPLES = HERE.parent / "example-clusters"
+PACKAGES = ("accel", "autoscaler", "instance_catalog", "providers")
+"""The project's packages (what the uncached case copies without bytecode)."""
 GCP_GPU_BUNDLES = [{"GPU": 1, "count": 120}, {"GPU": 8, "count": 4}, {"CPU": 4, "count": 76}]
 GCP_TPU_BUNDLES = [{"TPU": 4, "count": 150}, {"TPU": 8, "count": 50}]
 
@@ -95,9 +97,6 @@ def _expanded(shapes: list[dict]) -> list[dict]:
 def _write(path: Path, text: str) -> str:
     path.write_text(text)
     return str(path)
-
-
-PACKAGES = ("accel", "autoscaler", "instance_catalog", "providers")
 
 
 def _environment(folder: Path, cached: bool, tree: Path | None) -> dict[str, str]:
