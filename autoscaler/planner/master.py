@@ -33,6 +33,44 @@ most of the root's time (a few nodes more on some plans of the benchmark sweep, 
 by more than the node tolerance)."""
 
 
+DIVE_STEPS = 1_000
+"""At most this many LPs per dive (:class:`LPDive`); a dive that needs more gives up."""
+
+
+class LPDive:
+    """An integer plan by diving on a master's LP: the column furthest above a whole number
+    is raised to the next one and the LP solved again, until every column is whole. It
+    works on a copy of the master's LP (its own solver is left as it was, for a MIP after).
+    Rounding up only adds cover, so the dive fails only where limits bind. One small LP per
+    step, against a MIP whose root cut loop may take a hundred rounds."""
+
+    def __init__(self, master: Master) -> None:
+        self.solver = new_solver()
+        self.solver.passModel(master.h.getLp())
+        self.solver.setBasis(master.h.getBasis())
+        self.cols = list(master.cols)
+        self.most = master.most_units()
+        self.optimal = master.highspy.HighsModelStatus.kOptimal
+
+    def run(self) -> list[int] | None:
+        """Units per pattern (in the master's order); None where the dive fails."""
+        h, cols = self.solver, self.cols
+        n = len(cols)
+        h.changeColsBounds(n, np.array(cols, np.int32), np.zeros(n), np.array(self.most))
+        for _ in range(DIVE_STEPS):
+            h.run()
+            if h.getModelStatus() != self.optimal:
+                return None
+            values = h.getSolution().col_value
+            above = [values[col] - math.floor(values[col] + 1e-9) for col in cols]
+            if max(above) <= 1e-6:
+                return [round(values[col]) for col in cols]
+            furthest = max(range(n), key=lambda c: (above[c], -c))
+            raised = float(math.ceil(values[cols[furthest]]))
+            h.changeColBounds(cols[furthest], raised, self.most[furthest])
+        return None
+
+
 class Master:
     """The restricted master program in HiGHS: item cover rows, kind and global limit rows."""
 
@@ -193,6 +231,12 @@ class Master:
             units += values[col] if kind.new else 0.0
         return cost, units
 
+    def objective_of(self, units: Sequence[int]) -> float:
+        """The objective of ``units`` per pattern where they place everything (costs and
+        surcharges)."""
+        costs = self.h.getLp().col_cost_
+        return sum(costs[col] * n for col, n in zip(self.cols, units, strict=True))
+
     def set_surcharge(self, surcharge: float) -> None:
         """Change the per-unit surcharge of new units (every column's cost)."""
         self.surcharge = surcharge
@@ -261,7 +305,8 @@ class Master:
         budget: Budget | None = None,
         settle_gap: float = math.inf,
         overrun: int | None = None,
-    ) -> list[int]:
+        dual_enough: float | None = None,
+    ) -> list[int] | None:
         """Units per pattern: the integer plan of least cost plus surcharges over the
         generated patterns (falls back to the LP solution rounded down). ``start``: a plan
         the search starts from (units per pattern, covering ``demand`` but for whole gangs);
@@ -269,14 +314,16 @@ class Master:
         returned where there is none); ``max_improving``: the search stops once it has found
         this many better plans; ``budget``: the search's work is counted there and, for an
         ``optional`` plan (one the caller may discard), stops with the best plan found once
-        the budget's MIP work is spent (:func:`~autoscaler.planner.solver.limit_mip`)."""
+        the budget's MIP work is spent (:func:`~autoscaler.planner.solver.limit_mip`);
+        ``dual_enough``: the search also stops once its dual bound reaches this (showing a
+        plan the caller holds close enough), and returns None where it has no plan then."""
         h = self.h
         lp_values = list(h.getSolution().col_value)
         n = len(self.cols)
         if n == 0:
             return []
         cols = np.array(self.cols, np.int32)
-        h.changeColsBounds(n, cols, np.zeros(n), np.array(self._most_units(start)))
+        h.changeColsBounds(n, cols, np.zeros(n), np.array(self.most_units(start)))
         make_integer(h, self.cols)
         h.setOptionValue("mip_rel_gap", MIP_REL_GAP)
         h.setOptionValue("mip_abs_gap", max(absolute_gap, 1e-6))
@@ -291,7 +338,12 @@ class Master:
             start_units, start_cost = self._start(start, demand)
             h.setOptionValue("objective_bound", start_cost - absolute_gap)
         limit_mip(
-            h, budget, settle_gap=settle_gap, overrun=overrun, has_plan=start_units is not None
+            h,
+            budget,
+            settle_gap=settle_gap,
+            overrun=overrun,
+            dual_enough=dual_enough,
+            has_plan=start_units is not None,
         )
         values = self._run_mip(notes, "integer plan")
         if start_units is not None and (
@@ -299,12 +351,14 @@ class Master:
         ):
             return start_units  # none better than the start by more than the gap (where the
             # cutoff leaves no plan, HiGHS may still report a dearer one it met)
+        if values is None and dual_enough is not None:
+            return None
         if values is None:
             notes.append("no integer plan over the patterns: LP solution rounded down")
             return [math.floor(lp_values[c] + 1e-9) for c in self.cols]
         return [round(values[c]) for c in self.cols]
 
-    def _most_units(self, start: Mapping[Pattern, int] | None) -> list[float]:
+    def most_units(self, start: Mapping[Pattern, int] | None = None) -> list[float]:
         """Units of each pattern in a plan that matters: a unit beyond what covers the demand
         of each of its items alone serves nothing, and under a cost cap no more than it buys
         (``start``'s units always allowed). Tight bounds make the MIP's root cheap."""

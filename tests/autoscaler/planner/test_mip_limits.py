@@ -15,7 +15,7 @@ from autoscaler.planner import BundleDemand, Demand, NodeType
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import MAX_ROUNDS, column_generation, seed
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
-from autoscaler.planner.master import Master
+from autoscaler.planner.master import LPDive, Master
 from autoscaler.planner.packing import Kind, covered_copies
 from autoscaler.planner.solver import add_rows, limit_mip, new_solver
 from tests.autoscaler.planner.test_budget import in_two_processes
@@ -164,3 +164,37 @@ def test_overrun_past_its_budget_a_mip_stops_at_any_plan_whatever_its_settle_gap
         h.run()
         assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
         assert h.getInfo().objective_function_value == pytest.approx(stops_at)
+
+
+def test_an_lp_dive_makes_a_whole_plan_that_places_the_demand_and_leaves_the_lp_as_it_was():
+    master, demand, _ = _master()
+    before = master.lp_values()
+    assert any(v != round(v) for v in before)  # a fractional LP: rounding has work to do
+    units = LPDive(master).run()
+    assert units is not None and all(isinstance(n, int) and n >= 0 for n in units)
+    plan = {p: n for p, n in zip(master.patterns, units, strict=True) if n}
+    assert _places(plan, demand)
+    assert master.objective_of(units) >= master.lp_objective() - 1e-6
+    assert LPDive(master).run() == units  # deterministic
+    assert master.lp_values() == before  # the dive worked on a copy: the master's MIP is next
+    assert master.objective_of(master.solve_integer([])) <= master.objective_of(units) + 1e-6
+
+
+def test_a_mip_stops_once_its_bound_shows_a_plan_held_by_the_caller_close_enough():
+    """The first rounding beside a dive: the MIP stops as soon as its dual bound is within the
+    settle gap of the dive's plan, with whatever plan it has (None where it has none)."""
+    _, optimum, *_ = _solve()
+    master, demand, _ = _master()
+    lp = master.lp_objective()
+    units = master.solve_integer([], dual_enough=lp - 1.0)  # shown at the root already
+    assert master.h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+    assert master.h.getInfo().mip_dual_bound >= lp - 1.0
+    if units is not None:  # a plan it had found by then places the demand, if dearer
+        plan = {p: n for p, n in zip(master.patterns, units, strict=True) if n}
+        assert _places(plan, demand)
+        assert master.objective_of(units) >= optimum - 1e-6
+    never, _, _ = _master()
+    full = never.solve_integer([], dual_enough=math.inf)
+    assert never.h.getModelStatus() != highspy.HighsModelStatus.kInterrupt
+    cost = sum(never.kinds[p.kind].cost * n for p, n in zip(never.patterns, full, strict=True))
+    assert cost == pytest.approx(optimum)

@@ -296,6 +296,32 @@ def test_generated_problems_are_within_three_percent_of_the_bound(scale, kind):
     assert result.node_lower_bound <= result.node_count <= 1.5 * result.node_lower_bound
 
 
+def test_a_large_plan_whose_first_mip_stops_at_a_dive_s_plan_is_the_same_in_another_process(
+    monkeypatch,
+):
+    # 2,000 bundles (some 300 units in the LP): the first rounding's MIP, whose root cut loop
+    # is long here, stops once its bound shows the LP dive's plan close, and the dive's plan
+    # (its rest improved) is kept. Where it stops is a callback, counted: the same plan again.
+    from autoscaler.planner.master import LPDive
+    from tests.autoscaler.planner.test_budget import in_two_processes
+
+    dives = []
+    run = LPDive.run
+    monkeypatch.setattr(LPDive, "run", lambda self: dives.append(run(self)) or dives[-1])
+    result = plan(generated(2000, "diverse", 3))
+    assert dives and dives[0] is not None
+    assert not [i for i in result.infeasible if "limited" in i.reason or "gang" in i.reason]
+    assert result.lower_bound_per_hour <= result.cost_per_hour
+    assert result.cost_per_hour <= 1.03 * result.lower_bound_per_hour
+    runs = in_two_processes(
+        "c, d = mixed_problem(2000, 'diverse', 3); config = parse_cluster_config(c, 'bench');"
+        "r = plan(PlanRequest(config.node_types(), parse_demand(d), (), config.limits()));"
+        "print(sorted(r.launch_counts().items()), r.cost_per_hour, r.lower_bound_per_hour)"
+    )
+    assert runs[0] == runs[1]
+    assert runs[0].strip().endswith(f"{result.cost_per_hour} {result.lower_bound_per_hour}")
+
+
 def test_gangs_stay_whole_under_limits():
     gang = PlacementGroupDemand("STRICT_SPREAD", ({"GPU": 1, "CPU": 1},) * 3, count=3)
     roomy = run([T4X4], groups=[gang], bundles=[({"CPU": 1}, 2)], max_workers=4)
