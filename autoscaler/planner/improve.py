@@ -61,10 +61,12 @@ def improve(
     global_room: int | None,
     surcharge: float,
     budget: float | None = None,
+    beside: Mapping[Pattern, int] | None = None,
 ) -> list[tuple[Pattern, int]]:
     """``chosen`` (patterns and units) made cheaper where moves allow; same coverage.
     ``budget``: no move may raise the plan's cost (surcharges aside) above it (with a large
-    ``surcharge``, moves then trade cost for fewer units within the budget)."""
+    ``surcharge``, moves then trade cost for fewer units within the budget). ``beside``:
+    units of the plan that stay as they are (not returned), counted against the limits."""
     total = sum(units for _, units in chosen)
     if total > MAX_UNITS or total == 0:
         return list(chosen)
@@ -81,7 +83,8 @@ def improve(
                 kept.append((pattern, 1))
                 continue
             units.append(_Unit(kind, hosts[0], list(pattern.hosts[0])))
-    search = _Search(units, kinds, items, global_room, surcharge, kept, budget)
+    fixed = kept + list((beside or {}).items())
+    search = _Search(units, kinds, items, global_room, surcharge, fixed, budget)
     search.trim(demand)
     for _ in range(PASSES):
         moves = (search.empty, search.shrink, search.merge, search.gather)

@@ -710,8 +710,9 @@ def _round(
             kinds,
             by_index,
             rest,
-            rest_room,
+            global_room,
             master.surcharge,
+            beside=taken,
         )
     for pattern, units in rest_plan:
         if units > 0:

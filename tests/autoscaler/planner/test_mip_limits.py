@@ -6,6 +6,7 @@ gives a valid bound."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import highspy
 import numpy as np
@@ -14,9 +15,10 @@ import pytest
 from autoscaler.planner import BundleDemand, Demand, NodeType
 from autoscaler.planner.budget import Budget
 from autoscaler.planner.columns import MAX_ROUNDS, column_generation, seed
+from autoscaler.planner.improve import improve
 from autoscaler.planner.items import assign_candidates, build_items, fresh_host
 from autoscaler.planner.master import LPDive, Master
-from autoscaler.planner.packing import Kind, covered_copies
+from autoscaler.planner.packing import Kind, Pattern, covered_copies
 from autoscaler.planner.solver import add_rows, limit_mip, new_solver
 from tests.autoscaler.planner.test_budget import in_two_processes
 
@@ -198,3 +200,20 @@ def test_a_mip_stops_once_its_bound_shows_a_plan_held_by_the_caller_close_enough
     assert never.h.getModelStatus() != highspy.HighsModelStatus.kInterrupt
     cost = sum(never.kinds[p.kind].cost * n for p, n in zip(never.patterns, full, strict=True))
     assert cost == pytest.approx(optimum)
+
+
+def test_improving_the_rest_alone_counts_the_units_beside_it_against_the_limits():
+    """The first rounding improves the rest of a plan alone: the units the LP took whole stay
+    beside it, and a node type's limit counts them (here: at most one small node)."""
+    small = NodeType("small", {"CPU": 8, "memory": 32 * GIB}, 0.30)
+    big = NodeType("big", {"CPU": 16, "memory": 64 * GIB}, 0.90)
+    items, kinds, _ = new_units_problem((small, big), [({"CPU": 4, "memory": 8 * GIB}, 4)])
+    kinds = [replace(kinds[0], limit=1), kinds[1]]
+    (item,) = items
+    taken = {Pattern(0, (((item.index, 2),),)): 1}  # the one small node, full
+    rest = [(Pattern(1, (((item.index, 2),),)), 1)]  # two copies on a big node
+    by_index, left = {item.index: item}, {item.index: 2}
+    alone = improve(rest, kinds, by_index, left, None, 0.0)
+    assert [kinds[p.kind].node_type for p, _ in alone] == ["small"]  # cheaper, if it were free
+    beside = improve(rest, kinds, by_index, left, None, 0.0, beside=taken)
+    assert beside == rest  # the small node's limit is spent beside it: the big node stays
