@@ -212,6 +212,15 @@ class Master:
         values = self.h.getSolution().col_value
         return any(values[col] > 1e-6 for col in self.slack_cols)
 
+    def new_units_bound(self) -> bool:
+        """Whether a limit on new units (the cluster's room, a launchable type's own) binds
+        in the current LP solution (its row has a dual)."""
+        duals = self.h.getSolution().row_dual
+        rows = [row for index, row in self.limit_row.items() if self.kinds[index].new]
+        if self.global_row is not None:
+            rows.append(self.global_row)
+        return any(abs(duals[row]) > 1e-9 for row in rows)
+
     def lp_values(self) -> list[float]:
         values = self.h.getSolution().col_value
         return [values[col] for col in self.cols]
@@ -231,11 +240,20 @@ class Master:
             units += values[col] if kind.new else 0.0
         return cost, units
 
-    def objective_of(self, units: Sequence[int]) -> float:
-        """The objective of ``units`` per pattern where they place everything (costs and
-        surcharges)."""
+    def objective_of(self, units: Sequence[int], demand: Mapping[int, int] | None = None) -> float:
+        """The objective of ``units`` per pattern: costs, surcharges and the penalties of the
+        copies of ``demand`` (by default, the program's) they leave out."""
+        demand = self.args[1] if demand is None else demand
         costs = self.h.getLp().col_cost_
-        return sum(costs[col] * n for col, n in zip(self.cols, units, strict=True))
+        objective = sum(costs[col] * n for col, n in zip(self.cols, units, strict=True))
+        covered = covered_copies({p: n for p, n in zip(self.patterns, units, strict=True) if n > 0})
+        for col, members in zip(self.slack_cols, self.slack_members, strict=True):
+            short = [  # copies (of the gang) left out
+                -(-(demand.get(item.index, 0) - covered.get(item.index, 0)) // item.slots)
+                for item in members
+            ]
+            objective += costs[col] * max([0, *short])
+        return objective
 
     def set_surcharge(self, surcharge: float) -> None:
         """Change the per-unit surcharge of new units (every column's cost)."""
@@ -385,16 +403,7 @@ class Master:
         so plans dearer than the start, even ones leaving copies unplaced, passed as
         improvements."""
         units = [start.get(pattern, 0) for pattern in self.patterns]
-        costs = self.h.getLp().col_cost_
-        objective = sum(costs[col] * n for col, n in zip(self.cols, units, strict=True))
-        covered = covered_copies(start)
-        for col, members in zip(self.slack_cols, self.slack_members, strict=True):
-            short = [  # copies (of the gang) left out
-                -(-(demand.get(item.index, 0) - covered.get(item.index, 0)) // item.slots)
-                for item in members
-            ]
-            objective += costs[col] * max([0, *short])
-        return units, objective
+        return units, self.objective_of(units, demand)
 
     def _run_mip(self, notes: list[str], what: str) -> list[float] | None:
         h = self.h

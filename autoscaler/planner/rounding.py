@@ -168,7 +168,10 @@ longest (0.3-0.5 s) stop within 0.02 s (those plans: 0.62 -> 0.38 s at most), pl
 0.60% above their bounds on average instead of 0.77% (over 60 node types, 0.53% instead of
 0.81%), and all 50 took about as long (-5% to +1% over runs). Smaller plans: the dive's plan
 is rarely that close. Larger ones (20,000 bundles): their MIP is quick already, and the dive
-and improving took up to 0.1 s more, for plans 0.1% cheaper."""
+and improving took up to 0.1 s more, for plans 0.1% cheaper. Not where a limit on new units
+binds in the LP (:meth:`~autoscaler.planner.master.Master.new_units_bound`): there which
+copies the first plan places decides what the plan made again for the rest can place, more
+than its cost does (at 60% of their nodes, a few plans placed fewer bundles)."""
 FIRST_OVERRUN = 30_000
 """...but once the plan's MIP work is spent by this much more, it stops at any plan: where
 the gap is in the penalties of copies left out (gangs a plan cannot place whole, limits
@@ -276,7 +279,8 @@ def generate(
     def keep(plan: Mapping[Pattern, int]) -> None:
         plans.append(_improved(plan, kinds, by_index, demand, global_room, master.surcharge))
 
-    keep(_round(*args, held_back=0, dive=DIVE_UNITS[0] < lp_units <= DIVE_UNITS[1]))
+    mid_sized = DIVE_UNITS[0] < lp_units <= DIVE_UNITS[1]
+    keep(_round(*args, held_back=0, dive=mid_sized and not master.new_units_bound()))
     kept_before = None
     if made_before:  # a candidate from the start: shown close to a bound, it ends the search
         keep(made_before)

@@ -217,3 +217,21 @@ def test_improving_the_rest_alone_counts_the_units_beside_it_against_the_limits(
     assert [kinds[p.kind].node_type for p, _ in alone] == ["small"]  # cheaper, if it were free
     beside = improve(rest, kinds, by_index, left, None, 0.0, beside=taken)
     assert beside == rest  # the small node's limit is spent beside it: the big node stays
+
+
+def test_a_master_says_when_a_limit_on_new_units_binds_and_prices_copies_left_out():
+    items, kinds, demand = new_units_problem(TYPES, SHAPES)
+    masters = []
+    for room in (None, 3):  # no limit; room for 3 new nodes (the plan needs dozens)
+        master = Master(items, demand, kinds, {k.index: None for k in kinds}, room, 1000.0, 1e-4)
+        for item in items:
+            seed(master, kinds, item, demand, 1)
+        column_generation(master, kinds, demand, MAX_ROUNDS)
+        master.solve_lp()
+        masters.append(master)
+    free, tight = masters
+    assert not free.new_units_bound() and tight.new_units_bound()
+    nothing = [0] * len(free.patterns)  # every copy left out, at the penalty
+    assert free.objective_of(nothing) == pytest.approx(1000.0 * sum(demand.values()))
+    units = free.solve_integer([])
+    assert free.objective_of(units) < free.objective_of(nothing)
