@@ -161,9 +161,10 @@ DIVE_UNITS = (100, 1_000)
 """Plans of more new units in the LP than the first and at most the second: the first
 rounding also makes the rest whole by an LP dive (:class:`~autoscaler.planner.master.LPDive`:
 one small LP per step), and its MIP stops as soon as its dual bound shows the dive's plan
-within :data:`FIRST_SETTLE`; the cheaper of the two plans of the rest is kept, improved
-alone (:mod:`~autoscaler.planner.improve`: before, plans of more than its unit limit were
-not improved at all). On the 2,000-bundle benchmark the two MIPs whose root cut loop ran
+within :data:`FIRST_SETTLE`; the cheaper of the two plans of the rest is kept, improved by
+local moves while the units the LP took whole stay as they are
+(:mod:`~autoscaler.planner.improve`; a plan of more units than its limit was not improved at
+all before). On the 2,000-bundle benchmark the two MIPs whose root cut loop ran
 longest (0.3-0.5 s) stop within 0.02 s (those plans: 0.62 -> 0.38 s at most), plans were
 0.60% above their bounds on average instead of 0.77% (over 60 node types, 0.53% instead of
 0.81%), and all 50 took about as long (-5% to +1% over runs). Smaller plans: the dive's plan
@@ -656,8 +657,8 @@ def _round(
     rounding, once it is within :data:`FIRST_SETTLE` of the MIP's dual bound, or whatever it
     is past :data:`FIRST_OVERRUN` more. With ``dive`` (where the LP places everything), an LP
     dive makes the rest whole first and the MIP stops once it shows that plan within
-    :data:`FIRST_SETTLE`; the cheaper plan of the rest is kept, improved alone
-    (:data:`DIVE_UNITS`)."""
+    :data:`FIRST_SETTLE`; the cheaper plan of the rest is kept, improved by local moves
+    (the units the LP took whole stay as they are; :data:`DIVE_UNITS`)."""
     by_index = {item.index: item for item in items}
     lp_cost, _ = master.lp_cost_and_units()
     taken: dict[Pattern, int] = {}
