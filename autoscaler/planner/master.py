@@ -38,8 +38,8 @@ DIVE_STEPS = 1_000
 
 
 class LPDive:
-    """An integer plan by diving on a master's LP: the column furthest above a whole number
-    is raised to the next one and the LP solved again, until every column is whole. It
+    """An integer plan by diving on a master's LP: the column with the largest fraction is
+    rounded up and the LP solved again, until every column is whole. It
     works on a copy of the master's LP (its own solver is left as it was, for a MIP after).
     Rounding up only adds cover, so the dive fails only where limits bind. One small LP per
     step, against a MIP whose root cut loop may take a hundred rounds."""
