@@ -694,6 +694,7 @@ def _round(
     again = held_back > 0 or near is not None
     nodes = ROUND_AGAIN_NODES if again else MIP_MAX_NODES
     dived = LPDive(support).run() if dive and not master.leaves_out() else None
+    dived_objective = math.inf if dived is None else support.objective_of(dived)
     units_per_pattern = support.solve_integer(
         notes,
         MIP_REL_GAP * lp_cost,
@@ -701,14 +702,12 @@ def _round(
         budget=budget,
         settle_gap=math.inf if again or master.leaves_out() else FIRST_SETTLE * lp_cost,
         overrun=FIRST_OVERRUN,
-        dual_enough=None if dived is None else support.objective_of(dived) - FIRST_SETTLE * lp_cost,
+        dual_enough=None if dived is None else dived_objective - FIRST_SETTLE * lp_cost,
     )
     if dived is None:
         rest_plan = [(p, n) for p, n in zip(support.patterns, units_per_pattern, strict=True)]
     else:  # the cheaper of the dive's plan and the MIP's (None: stopped before it had one)
-        if units_per_pattern is None or support.objective_of(dived) < support.objective_of(
-            units_per_pattern
-        ):
+        if units_per_pattern is None or dived_objective < support.objective_of(units_per_pattern):
             units_per_pattern = dived
         rest_plan = improve(
             [(p, n) for p, n in zip(support.patterns, units_per_pattern, strict=True) if n > 0],
